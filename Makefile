@@ -1,0 +1,42 @@
+# turnguard — every target uses the toolchain that `npm ci` installs into node_modules.
+BIN      := node_modules/.bin
+BUN      := $(BIN)/bun
+DENO     := $(BIN)/deno
+DIST     := dist/turnguard
+SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
+
+.PHONY: setup build test lint fmt demo bench clean
+
+setup: node_modules/.installed
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@$(BUN) --version >/dev/null 2>&1 || node node_modules/bun/install.js
+	@$(DENO) --version >/dev/null 2>&1 || node node_modules/deno/install.cjs
+	@touch $@
+
+build: $(DIST)
+
+$(DIST): setup $(SOURCES)
+	@mkdir -p dist
+	$(BUN) build --compile --minify main.ts --outfile $(DIST)
+
+test: setup build
+	$(BUN) test --timeout 60000
+
+lint: setup
+	$(DENO) lint
+	$(DENO) fmt --check
+	$(DENO) check main.ts lib/ plugins/ bench/
+
+fmt: setup
+	$(DENO) fmt
+
+demo: build
+	@bash examples/demo.sh
+
+bench: setup build
+	$(BUN) bench/run.ts
+
+clean:
+	rm -rf dist

@@ -1,0 +1,62 @@
+/**
+ * Classification: gives every failure a category and, where the text says when it
+ * recovers, a retry hint. Pure: anchors and the clock are passed in.
+ */
+import { findCause } from "./anchors.ts";
+import type { Category, RetryHint } from "./outcome.ts";
+import type { AnchorHit, LoadedAnchor } from "./plugin.ts";
+import { parseRecovery } from "./retry_hint.ts";
+import { formatDuration } from "./text.ts";
+
+/** Categories a later attempt can fix by itself (quota only once it has reset). */
+export const RETRYABLE: ReadonlySet<Category> = new Set([
+  "quota",
+  "rate_limit",
+  "capacity",
+  "network",
+  "timeout",
+]);
+
+/** A classified failure: its category and the retry hint. */
+export interface Classification {
+  category: Category;
+  retry: RetryHint;
+}
+
+/**
+ * Classifies a cause. The category is the hit's own when its anchor knows it, else that of
+ * the highest-priority `text` anchor matching the cause, else `unknown`. The retry hint is
+ * the hit's own, else read from the cause text.
+ */
+export function classify(
+  cause: string,
+  hit: AnchorHit | undefined,
+  textAnchors: readonly LoadedAnchor[],
+  now: number,
+  diagnostics: string[] = [],
+): Classification {
+  let category = hit?.category;
+  let retryFromText = hit?.retry;
+  if (category === undefined) {
+    const { finding, diagnostics: d } = findCause(textAnchors, [{ kind: "text", text: cause }]);
+    diagnostics.push(...d);
+    category = finding?.hit.category ?? "unknown";
+    retryFromText ??= finding?.hit.retry;
+  }
+  const parsed = parseRecovery(cause, now);
+  const afterMs = retryFromText?.afterMs ??
+    (retryFromText?.at ? Math.max(0, Date.parse(retryFromText.at) - now) : null) ??
+    parsed?.afterMs ?? null;
+  const at = retryFromText?.at ?? (afterMs !== null ? new Date(now + afterMs).toISOString() : null);
+  const retryable = RETRYABLE.has(category) && (category !== "quota" || afterMs !== null);
+  return { category, retry: { retryable, reason: retryReason(category, afterMs), afterMs, at } };
+}
+
+/** A short human reason for a retry hint: `quota resets in 40h52m`, `auth: not retryable`. */
+export function retryReason(category: Category, afterMs: number | null): string {
+  if (!RETRYABLE.has(category)) return `${category}: not retryable`;
+  if (afterMs === null) {
+    return category === "quota" ? "quota: no reset time given" : `${category}: retry with backoff`;
+  }
+  return `${category}: retry in ${formatDuration(afterMs)}`;
+}

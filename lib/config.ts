@@ -1,0 +1,169 @@
+/**
+ * Configuration: the embedded anchors.toml extended by one user file, validated with
+ * valibot before any agent starts. Every error names the file, line and key path.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { parse as parseToml, TomlError } from "smol-toml";
+import * as v from "valibot";
+import embeddedToml from "../anchors.toml" with { type: "text" };
+import { compileAnchor, DeclarativeAnchorSchema } from "./anchors.ts";
+import { ConfigError } from "./errors.ts";
+import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
+
+/** An agent profile as written under `[agent.NAME]`. */
+export const ProfileSchema = v.strictObject({
+  /** Command basenames this profile is chosen for. */
+  match: v.optional(v.array(v.string())),
+  /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
+  logs: v.optional(v.array(v.string())),
+  /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
+  log_format: v.optional(v.picklist(["plain", "glog"])),
+  /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
+  anchors: v.optional(v.array(v.string())),
+});
+export type ProfileInput = v.InferOutput<typeof ProfileSchema>;
+
+/** One config file: profiles, declarative anchors and code plugin paths. */
+export const ConfigFileSchema = v.strictObject({
+  plugins: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+  agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema)),
+  anchor: v.optional(v.array(DeclarativeAnchorSchema)),
+});
+export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
+
+/** A resolved agent profile. */
+export interface Profile {
+  name: string;
+  match: string[];
+  logs: string[];
+  logFormat: "plain" | "glog";
+  anchors: string[] | null;
+}
+
+/** A config file after parsing, with where it came from. */
+export interface ParsedConfigFile {
+  path: string;
+  source: string;
+  data: ConfigFile;
+}
+
+/** The path shown for the embedded defaults. */
+export const EMBEDDED_PATH = "<embedded anchors.toml>";
+
+/** Parses and validates one config file's text; throws ConfigError naming file/line/key. */
+export function parseConfigText(path: string, source: string): ParsedConfigFile {
+  let raw: unknown;
+  try {
+    raw = parseToml(source);
+  } catch (err) {
+    if (err instanceof TomlError) {
+      throw new ConfigError(path, err.line, null, err.message.split("\n")[0]);
+    }
+    throw new ConfigError(path, null, null, String(err));
+  }
+  const result = v.safeParse(ConfigFileSchema, raw);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const keyPath: KeyStep[] = (issue.path ?? []).map((p) => p.key as KeyStep);
+    let detail = issue.message;
+    if (issue.kind === "schema" && issue.type === "strict_object") {
+      const key = String(issue.input === undefined ? keyPath.at(-1) : keyPath.at(-1));
+      detail = `unknown key \`${key}\``;
+    }
+    throw new ConfigError(path, locateKey(source, keyPath), formatKeyPath(keyPath), detail);
+  }
+  return { path, source, data: result.output };
+}
+
+/** Reads and validates a config file from disk. */
+export function readConfigFile(path: string): ParsedConfigFile {
+  let source: string;
+  try {
+    source = readFileSync(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "error";
+    throw new ConfigError(path, null, null, `cannot read config file (${code})`);
+  }
+  return parseConfigText(path, source);
+}
+
+/** The embedded defaults, parsed (they are validated like any user file). */
+export function embeddedConfig(): ParsedConfigFile {
+  return parseConfigText(EMBEDDED_PATH, embeddedToml);
+}
+
+/**
+ * Which user config file applies: `--config`, else `$TURNGUARD_CONFIG`, else
+ * `$XDG_CONFIG_HOME/turnguard/anchors.toml` (`~/.config` by default) when it exists.
+ * An explicitly named file that does not exist is an error.
+ */
+export function userConfigPath(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  cwd: string,
+): string | null {
+  if (flag !== undefined) return resolve(cwd, flag);
+  if (env.TURNGUARD_CONFIG) return resolve(cwd, env.TURNGUARD_CONFIG);
+  const xdg = env.XDG_CONFIG_HOME || (env.HOME ? join(env.HOME, ".config") : null);
+  if (!xdg) return null;
+  const path = join(xdg, "turnguard", "anchors.toml");
+  return existsSync(path) ? path : null;
+}
+
+/** A code plugin named by a config file, resolved against that file's directory. */
+export interface PluginRef {
+  path: string;
+  /** The config file (and line) that named it. */
+  from: string;
+  line: number | null;
+}
+
+/** Declarative anchors compiled, profiles merged, plugin paths resolved: the whole config. */
+export interface MergedConfig {
+  files: string[];
+  profiles: Map<string, Profile>;
+  declarativeAnchors: ReturnType<typeof compileAnchor>[];
+  plugins: PluginRef[];
+}
+
+/**
+ * Merges config files in order (embedded first): a later profile's fields replace the
+ * earlier one's, a later anchor with the same id replaces it, plugin lists add up.
+ */
+export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
+  const profiles = new Map<string, Profile>();
+  const anchors = new Map<string, ReturnType<typeof compileAnchor>>();
+  const plugins: PluginRef[] = [];
+  for (const file of files) {
+    for (const [name, p] of Object.entries(file.data.agent ?? {})) {
+      const prev = profiles.get(name);
+      profiles.set(name, {
+        name,
+        match: p.match ?? prev?.match ?? [name],
+        logs: p.logs ?? prev?.logs ?? [],
+        logFormat: p.log_format ?? prev?.logFormat ?? "plain",
+        anchors: p.anchors ?? prev?.anchors ?? null,
+      });
+    }
+    (file.data.anchor ?? []).forEach((decl, i) => {
+      const line = locateKey(file.source, ["anchor", i]);
+      anchors.delete(decl.id);
+      anchors.set(decl.id, compileAnchor(decl, `${file.path}${line ? `:${line}` : ""}`));
+    });
+    (file.data.plugins ?? []).forEach((p, i) => {
+      const base = file.path === EMBEDDED_PATH ? process.cwd() : dirname(file.path);
+      plugins.push({
+        path: isAbsolute(p) ? p : resolve(base, p),
+        from: file.path,
+        line: locateKey(file.source, ["plugins", i]),
+      });
+    });
+  }
+  return {
+    files: files.map((f) => f.path),
+    profiles,
+    declarativeAnchors: [...anchors.values()],
+    plugins,
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * The Outcome: one normalized JSON object per turn. Defined once here with valibot; the
+ * TypeScript types and the JSON Schema printed by `turnguard schema` are derived from it.
+ */
+import * as v from "valibot";
+
+/** Why a turn failed, normalized across agents. */
+export const CategorySchema = v.picklist([
+  "quota",
+  "rate_limit",
+  "capacity",
+  "auth",
+  "model",
+  "context",
+  "network",
+  "timeout",
+  "crash",
+  "unknown",
+]);
+export type Category = v.InferOutput<typeof CategorySchema>;
+
+/** The true status of a turn. */
+export const StatusSchema = v.picklist([
+  "ok",
+  "empty",
+  "failed",
+  "cancelled",
+  "refused",
+  "truncated",
+]);
+export type Status = v.InferOutput<typeof StatusSchema>;
+
+/** When (and whether) a failed turn can be tried again. */
+export const RetryHintSchema = v.object({
+  retryable: v.boolean(),
+  reason: v.string(),
+  afterMs: v.nullable(v.number()),
+  at: v.nullable(v.string()),
+});
+export type RetryHint = v.InferOutput<typeof RetryHintSchema>;
+
+/** Where in a log file a cause was found. */
+export const SourceSchema = v.object({ path: v.string(), offset: v.number() });
+export type Source = v.InferOutput<typeof SourceSchema>;
+
+/** A turn's error: the readable cause, its category and the anchor that found it. */
+export const TurnErrorSchema = v.object({
+  code: v.nullable(v.union([v.number(), v.string()])),
+  message: v.string(),
+  category: CategorySchema,
+  anchor: v.nullable(v.string()),
+  source: v.nullable(SourceSchema),
+});
+export type TurnError = v.InferOutput<typeof TurnErrorSchema>;
+
+/** What became of the reply the agent was told to publish (proxy mode, when armed). */
+export const PublishSchema = v.object({
+  armed: v.boolean(),
+  detected: v.boolean(),
+  detector: v.nullable(v.string()),
+  channel: v.optional(v.nullable(v.string())),
+  fallback: v.nullable(v.object({
+    sent: v.boolean(),
+    exitCode: v.nullable(v.number()),
+    stderr: v.optional(v.string()),
+  })),
+});
+export type Publish = v.InferOutput<typeof PublishSchema>;
+
+/** The Outcome of one turn (v1). */
+export const OutcomeSchema = v.object({
+  v: v.literal(1),
+  mode: v.picklist(["run", "proxy"]),
+  agent: v.string(),
+  session: v.nullable(v.string()),
+  turn: v.number(),
+  startedAt: v.string(),
+  endedAt: v.string(),
+  durationMs: v.number(),
+  status: StatusSchema,
+  stopReason: v.nullable(v.string()),
+  exit: v.nullable(v.object({ code: v.nullable(v.number()), signal: v.nullable(v.string()) })),
+  error: v.nullable(TurnErrorSchema),
+  retry: v.nullable(RetryHintSchema),
+  reply: v.object({ chars: v.number(), text: v.optional(v.string()) }),
+  publish: v.nullable(PublishSchema),
+  diagnostics: v.array(v.string()),
+});
+export type Outcome = v.InferOutput<typeof OutcomeSchema>;

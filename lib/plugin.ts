@@ -1,0 +1,103 @@
+/**
+ * The plugin API: the one way anchors and publish detectors are written, by the built-in
+ * packs in plugins/ and by users alike. A plugin module needs no import of turnguard: it
+ * default-exports `{ anchors?: [...], detectors?: [...] }`; the helpers below only add types.
+ */
+import * as v from "valibot";
+import { CategorySchema } from "./outcome.ts";
+
+/** What an anchor can look at: one log line, one JSON-RPC error object, or a streamed text. */
+export const AnchorInputSchema = v.variant("kind", [
+  v.object({ kind: v.literal("log"), line: v.string() }),
+  v.object({
+    kind: v.literal("error"),
+    error: v.object({ code: v.unknown(), message: v.unknown(), data: v.optional(v.unknown()) }),
+  }),
+  v.object({ kind: v.literal("text"), text: v.string() }),
+]);
+export type AnchorInput = v.InferOutput<typeof AnchorInputSchema>;
+/** The kinds of input an anchor declares it handles. */
+export type AnchorInputKind = AnchorInput["kind"];
+
+/** What an anchor reports when it matches: the readable cause and what is known of it. */
+export const AnchorHitSchema = v.object({
+  cause: v.pipe(v.string(), v.minLength(1)),
+  category: v.optional(CategorySchema),
+  code: v.optional(v.union([v.number(), v.string()])),
+  retry: v.optional(v.object({
+    afterMs: v.optional(v.number()),
+    at: v.optional(v.string()),
+    reason: v.optional(v.string()),
+  })),
+});
+export type AnchorHit = v.InferOutput<typeof AnchorHitSchema>;
+
+const fn = <T extends (...args: never[]) => unknown>(message: string) =>
+  v.custom<T>((value) => typeof value === "function", message);
+
+/** An anchor plugin: finds the terminal cause of a failed turn in one kind of input. */
+export const AnchorSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+  /** Higher wins when several anchors match the same turn. */
+  priority: v.optional(v.number(), 0),
+  /** Agent profiles this anchor is for; absent means every profile. */
+  agents: v.optional(v.array(v.string())),
+  on: v.pipe(v.array(v.picklist(["log", "error", "text"])), v.minLength(1)),
+  match: fn<(input: AnchorInput) => AnchorHit | null | undefined>("match must be a function"),
+  /** Where the anchor came from, for messages (filled in by the loader). */
+  origin: v.optional(v.string()),
+});
+export type Anchor = v.InferInput<typeof AnchorSchema>;
+/** An anchor after validation, with defaults applied. */
+export type LoadedAnchor = v.InferOutput<typeof AnchorSchema>;
+
+/** A tool call's merged state, joined by toolCallId across tool_call and tool_call_update. */
+export const ToolCallStateSchema = v.looseObject({
+  toolCallId: v.string(),
+  title: v.optional(v.nullable(v.string())),
+  kind: v.optional(v.nullable(v.string())),
+  status: v.optional(v.nullable(v.string())),
+  rawInput: v.optional(v.unknown()),
+  rawOutput: v.optional(v.unknown()),
+  content: v.optional(v.unknown()),
+  _meta: v.optional(v.unknown()),
+});
+export type ToolCallState = v.InferOutput<typeof ToolCallStateSchema>;
+
+/** What a detector says of a tool call it recognises as a publish. */
+export const DetectionSchema = v.object({
+  publish: v.boolean(),
+  channel: v.optional(v.nullable(v.string())),
+});
+export type Detection = v.InferOutput<typeof DetectionSchema>;
+
+/** A publish detector plugin: tells whether a tool call published the turn's reply. */
+export const PublishDetectorSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+  detect: fn<(call: ToolCallState) => Detection | null | undefined>("detect must be a function"),
+  origin: v.optional(v.string()),
+});
+export type PublishDetector = v.InferInput<typeof PublishDetectorSchema>;
+export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
+
+/** The shape every plugin module's default export must have. */
+export const PluginModuleSchema = v.strictObject({
+  anchors: v.optional(v.array(AnchorSchema), []),
+  detectors: v.optional(v.array(PublishDetectorSchema), []),
+});
+export type PluginModule = v.InferInput<typeof PluginModuleSchema>;
+
+/** Typed identity helper for anchor authors. */
+export function defineAnchor(anchor: Anchor): Anchor {
+  return anchor;
+}
+
+/** Typed identity helper for detector authors. */
+export function definePublishDetector(detector: PublishDetector): PublishDetector {
+  return detector;
+}
+
+/** Typed identity helper for a plugin module's default export. */
+export function definePlugin(plugin: PluginModule): PluginModule {
+  return plugin;
+}

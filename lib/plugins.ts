@@ -1,0 +1,93 @@
+/**
+ * Loads plugin modules: the built-in packs, then code plugins from the paths config files
+ * name (never implicitly from the working directory). Every export is validated with
+ * valibot; a bad plugin is a ConfigError naming the file and what is wrong.
+ */
+import { existsSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import * as v from "valibot";
+import { BUILTIN_PLUGINS } from "../plugins/index.ts";
+import { errorText } from "./anchors.ts";
+import type { PluginRef } from "./config.ts";
+import { ConfigError } from "./errors.ts";
+import {
+  type LoadedAnchor,
+  type LoadedPublishDetector,
+  type PluginModule,
+  PluginModuleSchema,
+} from "./plugin.ts";
+import { formatKeyPath, type KeyStep } from "./toml_locate.ts";
+
+/** Everything the plugins contributed. */
+export interface LoadedPlugins {
+  anchors: LoadedAnchor[];
+  detectors: LoadedPublishDetector[];
+}
+
+/** Validates one module's default export; `origin` names it in errors and diagnostics. */
+export function validatePluginModule(
+  exported: unknown,
+  origin: string,
+  line: number | null = null,
+): LoadedPlugins {
+  const result = v.safeParse(PluginModuleSchema, exported);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const keyPath = (issue.path ?? []).map((p) => p.key as KeyStep);
+    throw new ConfigError(
+      origin,
+      line,
+      keyPath.length ? `export default.${formatKeyPath(keyPath)}` : "export default",
+      issue.message,
+    );
+  }
+  return {
+    anchors: result.output.anchors.map((a) => ({ ...a, origin: a.origin ?? origin })),
+    detectors: result.output.detectors.map((d) => ({ ...d, origin: d.origin ?? origin })),
+  };
+}
+
+/** The built-in packs, validated like any user plugin. */
+export function builtinPlugins(): LoadedPlugins {
+  return merge(
+    BUILTIN_PLUGINS.map(({ name, module }) => validatePluginModule(module, `builtin:${name}`)),
+  );
+}
+
+/** Imports and validates the code plugins a config names. */
+export async function loadCodePlugins(refs: readonly PluginRef[]): Promise<LoadedPlugins> {
+  const loaded: LoadedPlugins[] = [];
+  for (const ref of refs) {
+    const where = `${ref.from}${ref.line ? `:${ref.line}` : ""}`;
+    if (!existsSync(ref.path)) {
+      throw new ConfigError(ref.path, null, null, `plugin file not found (named in ${where})`);
+    }
+    let mod: { default?: PluginModule };
+    try {
+      mod = await import(pathToFileURL(ref.path).href);
+    } catch (err) {
+      throw new ConfigError(ref.path, null, null, `plugin failed to load: ${errorText(err)}`);
+    }
+    if (mod.default === undefined) {
+      throw new ConfigError(
+        ref.path,
+        null,
+        "export default",
+        "a plugin must default-export { anchors, detectors }",
+      );
+    }
+    loaded.push(validatePluginModule(mod.default, ref.path));
+  }
+  return merge(loaded);
+}
+
+/** Joins plugin sets; a later anchor or detector with an id already seen replaces it. */
+export function merge(sets: readonly LoadedPlugins[]): LoadedPlugins {
+  const anchors = new Map<string, LoadedAnchor>();
+  const detectors = new Map<string, LoadedPublishDetector>();
+  for (const set of sets) {
+    for (const a of set.anchors) anchors.delete(a.id), anchors.set(a.id, a);
+    for (const d of set.detectors) detectors.delete(d.id), detectors.set(d.id, d);
+  }
+  return { anchors: [...anchors.values()], detectors: [...detectors.values()] };
+}

@@ -1,0 +1,75 @@
+/**
+ * The registry: everything a command needs from configuration, assembled once at start-up
+ * (built-in packs, embedded anchors.toml, the user file and the plugins it names).
+ */
+import * as v from "valibot";
+import {
+  embeddedConfig,
+  mergeConfigs,
+  type Profile,
+  readConfigFile,
+  userConfigPath,
+} from "./config.ts";
+import { AnchorSchema, type LoadedAnchor, type LoadedPublishDetector } from "./plugin.ts";
+import { builtinPlugins, loadCodePlugins, merge } from "./plugins.ts";
+import { UsageError } from "./errors.ts";
+import { basename } from "node:path";
+import { segmentRegExp } from "./glob.ts";
+
+/** The assembled configuration. */
+export interface Registry {
+  files: string[];
+  profiles: Map<string, Profile>;
+  anchors: LoadedAnchor[];
+  detectors: LoadedPublishDetector[];
+}
+
+/** Where to look for configuration. */
+export interface RegistryOptions {
+  configFlag?: string;
+  env: Record<string, string | undefined>;
+  cwd: string;
+}
+
+/** Loads and validates all configuration; throws ConfigError on the first problem. */
+export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
+  const files = [embeddedConfig()];
+  const userPath = userConfigPath(opts.configFlag, opts.env, opts.cwd);
+  if (userPath) files.push(readConfigFile(userPath));
+  const merged = mergeConfigs(files);
+  const declarative = merged.declarativeAnchors.map((a) => v.parse(AnchorSchema, a));
+  const code = await loadCodePlugins(merged.plugins);
+  const all = merge([builtinPlugins(), { anchors: declarative, detectors: [] }, code]);
+  return { files: merged.files, profiles: merged.profiles, ...all };
+}
+
+/**
+ * Chooses the agent profile: by `--agent NAME` (which must exist), else the profile whose
+ * `match` list names the command's basename, else an ad-hoc profile with no logs.
+ */
+export function selectProfile(
+  registry: Registry,
+  agentFlag: string | undefined,
+  command: string,
+): Profile {
+  if (agentFlag !== undefined) {
+    const p = registry.profiles.get(agentFlag);
+    if (!p) {
+      const known = [...registry.profiles.keys()].join(", ") || "none";
+      throw new UsageError(`--agent ${agentFlag}: no such agent profile (known: ${known})`);
+    }
+    return p;
+  }
+  const base = basename(command);
+  for (const p of registry.profiles.values()) if (p.match.includes(base)) return p;
+  return { name: base, match: [base], logs: [], logFormat: "plain", anchors: null };
+}
+
+/** The anchors that apply to a profile: its own (by `agents`) and those its id patterns allow. */
+export function profileAnchors(anchors: readonly LoadedAnchor[], profile: Profile): LoadedAnchor[] {
+  const patterns = profile.anchors?.map(segmentRegExp) ?? null;
+  return anchors.filter((a) =>
+    (a.agents === undefined || a.agents.includes(profile.name)) &&
+    (patterns === null || patterns.some((re) => re.test(a.id)))
+  );
+}

@@ -1,0 +1,237 @@
+/**
+ * `turnguard run`: the print-mode wrapper. Snapshots the agent's logs, runs it with its
+ * streams passed through byte for byte, forwards signals, then scans, decides and emits.
+ */
+import { spawn } from "node:child_process";
+import type { Writable } from "node:stream";
+import { classify } from "./classify.ts";
+import type { Profile } from "./config.ts";
+import { type Cause, decide, type TurnFacts } from "./decide.ts";
+import { buildOutcome } from "./emit.ts";
+import { EXIT } from "./errors.ts";
+import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
+import type { LogFs } from "./logfs.ts";
+import type { Outcome } from "./outcome.ts";
+import type { LoadedAnchor } from "./plugin.ts";
+import { forwardSignals, signalExitCode } from "./signals.ts";
+import { capUtf8, lastLines } from "./text.ts";
+
+/** Bytes of the agent's stderr kept for the error message. */
+export const STDERR_TAIL_BYTES = 8 * 1024;
+/** Bytes of reply text kept in an outcome written to a file. */
+export const REPLY_TEXT_BYTES = 64 * 1024;
+
+/** How one `run` is wired to the world; tests pass their own streams, env and clock. */
+export interface RunOptions {
+  command: string;
+  args: string[];
+  profile: Profile;
+  /** Anchors that apply to the profile. */
+  anchors: readonly LoadedAnchor[];
+  env: Record<string, string | undefined>;
+  cwd?: string;
+  /** Keep all of stdout for the outcome instead of passing it through. */
+  captureStdout: boolean;
+  stdout: Writable;
+  stderr: Writable;
+  now?: () => number;
+  fs?: LogFs;
+  turn?: number;
+}
+
+/** The result of one run: its Outcome and the exit code turnguard should exit with. */
+export interface RunResult {
+  outcome: Outcome;
+  exitCode: number;
+  /** Whether turnguard itself surfaced a failure the agent hid. */
+  swallowed: boolean;
+  /** The agent wrote nothing on stderr, so a failure needs turnguard's own line. */
+  stderrWasEmpty: boolean;
+}
+
+/** Collects the tail of a byte stream within a byte budget. */
+class Tail {
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  constructor(readonly limit: number) {}
+  push(chunk: Uint8Array): void {
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    while (this.#size - this.#chunks[0].length >= this.limit) {
+      this.#size -= this.#chunks.shift()!.length;
+    }
+  }
+  text(): string {
+    const all = new Uint8Array(this.#size);
+    let at = 0;
+    for (const c of this.#chunks) all.set(c, at), at += c.length;
+    return new TextDecoder().decode(all.subarray(Math.max(0, this.#size - this.limit)));
+  }
+}
+
+/** Classifies a failing agent's stderr into a Cause with the profile's text anchors. */
+export function stderrCause(
+  stderr: string,
+  code: number | null,
+  anchors: readonly LoadedAnchor[],
+  now: number,
+  diagnostics: string[],
+): Cause | null {
+  const message = capUtf8(lastLines(stderr, 3), 500);
+  if (!message) return null;
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const { category, retry } = classify(message, undefined, textAnchors, now, diagnostics);
+  return { error: { code, message, category, anchor: null, source: null }, retry };
+}
+
+/** Runs one agent turn in print mode. */
+export async function runTurn(opts: RunOptions): Promise<RunResult> {
+  const now = opts.now ?? Date.now;
+  const diagnostics: string[] = [];
+  const snapshot = snapshotProfileLogs(opts.profile, opts.env, now(), opts.fs);
+  const startedAt = now();
+  const child = spawn(opts.command, opts.args, {
+    stdio: ["inherit", "pipe", "pipe"],
+    env: opts.env as NodeJS.ProcessEnv,
+    cwd: opts.cwd,
+  });
+  let cancelled = false;
+  const stopForwarding = forwardSignals(child, () => {
+    cancelled = true;
+  });
+  const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
+  process.on("exit", killOnExit);
+
+  const stderrTail = new Tail(STDERR_TAIL_BYTES);
+  const captured: Uint8Array[] = [];
+  const kept = new Tail(REPLY_TEXT_BYTES);
+  let outBytes = 0;
+  const decoder = new TextDecoder();
+  let chars = 0;
+
+  const pump = (from: NodeJS.ReadableStream, to: Writable, onChunk: (c: Uint8Array) => void) =>
+    from.on("data", (chunk: Uint8Array) => {
+      onChunk(chunk);
+      if (!to.write(chunk)) {
+        from.pause();
+        to.once("drain", () => from.resume());
+      }
+    });
+  child.stdout!.on("data", (chunk: Uint8Array) => {
+    outBytes += chunk.length;
+    chars += decoder.decode(chunk, { stream: true }).length;
+    if (opts.captureStdout) captured.push(chunk);
+    else kept.push(chunk);
+  });
+  if (!opts.captureStdout) pump(child.stdout!, opts.stdout, () => {});
+  pump(child.stderr!, opts.stderr, (c) => stderrTail.push(c));
+
+  const exit = await new Promise<{ code: number | null; signal: string | null; error?: Error }>(
+    (resolve) => {
+      let spawnError: Error | undefined;
+      child.once("error", (err) => {
+        spawnError = err;
+        if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
+      });
+      child.once("close", (code, signal) => resolve({ code, signal, error: spawnError }));
+    },
+  );
+  stopForwarding();
+  process.off("exit", killOnExit);
+  chars += decoder.decode().length;
+  const endedAt = now();
+
+  if (exit.error && child.pid === undefined) {
+    return spawnFailure(opts, exit.error, startedAt, endedAt, diagnostics);
+  }
+
+  const log = findLogCause({
+    snapshot,
+    spawnedAt: startedAt,
+    pid: child.pid ?? null,
+    profile: opts.profile,
+    anchors: opts.anchors,
+    now: endedAt,
+    fs: opts.fs,
+  });
+  diagnostics.push(...log.diagnostics);
+  const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
+  const facts: TurnFacts = {
+    cancelled,
+    exit: { code: exit.code, signal: exit.signal },
+    stopReason: null,
+    agentError: failedItself
+      ? stderrCause(stderrTail.text(), exit.code, opts.anchors, endedAt, diagnostics)
+      : null,
+    output: outBytes,
+    logCause: log.cause,
+    timeout: null,
+  };
+  const decision = decide(facts);
+  const replyText = opts.captureStdout ? concatText(captured) : kept.text();
+  const outcome = buildOutcome({
+    mode: "run",
+    agent: opts.profile.name,
+    session: null,
+    turn: opts.turn ?? 1,
+    startedAt,
+    endedAt,
+    stopReason: null,
+    exit: { code: exit.code, signal: exit.signal },
+    reply: { chars, text: replyText },
+    publish: null,
+    diagnostics,
+  }, decision);
+  let exitCode = 0;
+  if (exit.signal !== null) exitCode = signalExitCode(exit.signal);
+  else if (exit.code !== null && exit.code !== 0) exitCode = exit.code;
+  else if (decision.status === "failed") exitCode = EXIT.failed;
+  return {
+    outcome,
+    exitCode,
+    swallowed: decision.swallowed,
+    stderrWasEmpty: stderrTail.text().trim() === "",
+  };
+}
+
+function concatText(chunks: Uint8Array[]): string {
+  const total = chunks.reduce((n, c) => n + c.length, 0);
+  const all = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) all.set(c, at), at += c.length;
+  return new TextDecoder().decode(all);
+}
+
+function spawnFailure(
+  opts: RunOptions,
+  err: Error,
+  startedAt: number,
+  endedAt: number,
+  diagnostics: string[],
+): RunResult {
+  const code = (err as NodeJS.ErrnoException).code;
+  const exitCode = code === "ENOENT" ? EXIT.notFound : EXIT.notExecutable;
+  const message = code === "ENOENT"
+    ? `${opts.command}: command not found`
+    : `${opts.command}: cannot execute (${code ?? err.message})`;
+  const decision = {
+    status: "failed" as const,
+    error: { code: exitCode, message, category: "crash" as const, anchor: null, source: null },
+    retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
+    swallowed: false,
+  };
+  const outcome = buildOutcome({
+    mode: "run",
+    agent: opts.profile.name,
+    session: null,
+    turn: opts.turn ?? 1,
+    startedAt,
+    endedAt,
+    stopReason: null,
+    exit: { code: exitCode, signal: null },
+    reply: { chars: 0, text: "" },
+    publish: null,
+    diagnostics,
+  }, decision);
+  return { outcome, exitCode, swallowed: false, stderrWasEmpty: true };
+}
