@@ -2,7 +2,7 @@
  * `turnguard run`: the print-mode wrapper. Snapshots the agent's logs, runs it with its
  * streams passed through byte for byte, forwards signals, then scans, decides and emits.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import type { Writable } from "node:stream";
 import { classify } from "./classify.ts";
 import type { Profile } from "./config.ts";
@@ -84,6 +84,35 @@ export function stderrCause(
   return { error: { code, message, category, anchor: null, source: null }, retry };
 }
 
+/** After the agent exits, how long its stdio may stay open (held by its own children). */
+export const STREAM_GRACE_MS = 2000;
+
+/**
+ * Waits for the agent to exit, then for its output streams to end — at most
+ * STREAM_GRACE_MS, since a grandchild it left behind may hold the pipes open forever.
+ */
+function waitForExit(
+  child: ChildProcess,
+): Promise<{ code: number | null; signal: string | null; error?: Error }> {
+  return new Promise((resolve) => {
+    child.once("error", (err) => {
+      if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
+    });
+    child.once("exit", (code, signal) => {
+      const streams = [child.stdout, child.stderr].filter((s) => s && !s.readableEnded);
+      let open = streams.length;
+      const finish = () => {
+        clearTimeout(timer);
+        for (const s of streams) s!.destroy();
+        resolve({ code, signal });
+      };
+      const timer = setTimeout(finish, STREAM_GRACE_MS);
+      if (open === 0) return finish();
+      for (const s of streams) s!.once("end", () => --open === 0 && finish());
+    });
+  });
+}
+
 /** Runs one agent turn in print mode. */
 export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const now = opts.now ?? Date.now;
@@ -126,16 +155,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   if (!opts.captureStdout) pump(child.stdout!, opts.stdout, () => {});
   pump(child.stderr!, opts.stderr, (c) => stderrTail.push(c));
 
-  const exit = await new Promise<{ code: number | null; signal: string | null; error?: Error }>(
-    (resolve) => {
-      let spawnError: Error | undefined;
-      child.once("error", (err) => {
-        spawnError = err;
-        if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
-      });
-      child.once("close", (code, signal) => resolve({ code, signal, error: spawnError }));
-    },
-  );
+  const exit = await waitForExit(child);
   stopForwarding();
   process.off("exit", killOnExit);
   chars += decoder.decode().length;
