@@ -35,7 +35,10 @@ describe("agy anchors (embedded anchors.toml)", () => {
     expect(finding?.index).toBe(0);
   });
   test("the last matching line of the same anchor wins", () => {
-    const { finding } = findCause(agy, log("RESOURCE_EXHAUSTED first", "x", "RESOURCE_EXHAUSTED last"));
+    const { finding } = findCause(
+      agy,
+      log("RESOURCE_EXHAUSTED first", "x", "RESOURCE_EXHAUSTED last"),
+    );
     expect(finding?.hit.cause).toBe("RESOURCE_EXHAUSTED last");
     expect(finding?.index).toBe(2);
   });
@@ -66,7 +69,11 @@ describe("declarative anchors", () => {
       on: ["log"],
     });
     const { finding } = findCause([a], log("ERROR: overloaded right now"));
-    expect(finding?.hit).toEqual({ cause: "overloaded right now", category: "capacity", code: 529 });
+    expect(finding?.hit).toEqual({
+      cause: "overloaded right now",
+      category: "capacity",
+      code: 529,
+    });
   });
   test("ignore_case literal; cause capped at 500 bytes on a character boundary", () => {
     const a = decl({ id: "x.lit", literal: "boom:", ignore_case: true });

@@ -22,7 +22,17 @@ const base: TurnFacts = {
 describe("decide — run mode truth table", () => {
   // [exit code, signal, cancelled, output, stderr cause, log cause] -> [status, message, swallowed]
   const rows: Array<
-    [number | null, string | null, boolean, number, Cause | null, Cause | null, string, string | null, boolean]
+    [
+      number | null,
+      string | null,
+      boolean,
+      number,
+      Cause | null,
+      Cause | null,
+      string,
+      string | null,
+      boolean,
+    ]
   > = [
     [0, null, false, 5, null, null, "ok", null, false],
     [0, null, false, 5, null, LOG, "ok", null, false],
@@ -40,9 +50,19 @@ describe("decide — run mode truth table", () => {
     [130, null, true, 0, null, LOG, "cancelled", null, false],
     [0, null, true, 4, null, null, "cancelled", null, false],
   ];
-  for (const [code, signal, cancelled, output, agentError, logCause, status, message, swallowed] of rows) {
+  for (
+    const [code, signal, cancelled, output, agentError, logCause, status, message, swallowed]
+      of rows
+  ) {
     test(`exit=${code} signal=${signal} cancelled=${cancelled} out=${output} stderr=${!!agentError} log=${!!logCause}`, () => {
-      const d = decide({ ...base, exit: { code, signal }, cancelled, output, agentError, logCause });
+      const d = decide({
+        ...base,
+        exit: { code, signal },
+        cancelled,
+        output,
+        agentError,
+        logCause,
+      });
       expect(d.status).toBe(status as never);
       expect(d.error?.message ?? null).toBe(message);
       expect(d.swallowed).toBe(swallowed);
@@ -52,7 +72,12 @@ describe("decide — run mode truth table", () => {
   }
 
   test("a generic agent error keeps its own code when sharpened by the log cause", () => {
-    const d = decide({ ...base, exit: { code: 1, signal: null }, agentError: { ...GENERIC, error: { ...GENERIC.error, code: -32603 } }, logCause: LOG });
+    const d = decide({
+      ...base,
+      exit: { code: 1, signal: null },
+      agentError: { ...GENERIC, error: { ...GENERIC.error, code: -32603 } },
+      logCause: LOG,
+    });
     expect(d.error).toEqual({ ...LOG.error, code: -32603 });
   });
 

@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
@@ -95,14 +103,20 @@ describe("turnguard run with a fake agy", () => {
   test("two concurrent agents sharing one log file: the empty one reports empty", async () => {
     const shared = { FAKE_AGY_LOG_NAME: "shared", FAKE_AGY_SLEEP: "0.5" };
     const [quota, empty] = await Promise.all([
-      turnguard(["run", "--outcome-json", "--", FAKE_AGY], { env: env({ ...shared, FAKE_AGY: "quota" }) }),
-      turnguard(["run", "--outcome-json", "--", FAKE_AGY], { env: env({ ...shared, FAKE_AGY: "empty" }) }),
+      turnguard(["run", "--outcome-json", "--", FAKE_AGY], {
+        env: env({ ...shared, FAKE_AGY: "quota" }),
+      }),
+      turnguard(["run", "--outcome-json", "--", FAKE_AGY], {
+        env: env({ ...shared, FAKE_AGY: "empty" }),
+      }),
     ]);
     expect(JSON.parse(quota.stdout).status).toBe("failed");
     expect(JSON.parse(empty.stdout).status).toBe("empty");
     expect(empty.code).toBe(0);
     const log = readFileSync(join(home, ".gemini/antigravity-cli/log/cli-shared.log"), "utf8");
-    expect(new Set(log.match(/^\w\d{4} \S+\s+(\d+)/gm)!.map((l) => l.split(/\s+/)[2])).size).toBe(2);
+    expect(new Set(log.match(/^\w\d{4} \S+\s+(\d+)/gm)!.map((l) => l.split(/\s+/)[2])).size).toBe(
+      2,
+    );
   });
 
   test("stdout is streamed as it arrives, not buffered until exit", async () => {
@@ -175,7 +189,9 @@ describe("signals and exit codes", () => {
     const r = await turnguard(["run", "--", join(home, "no-such-agent")], { env: env() });
     expect(r.code).toBe(127);
     expect(r.stderr).toBe(
-      `turnguard: no-such-agent failed (crash): ${join(home, "no-such-agent")}: command not found\n`,
+      `turnguard: no-such-agent failed (crash): ${
+        join(home, "no-such-agent")
+      }: command not found\n`,
     );
     const plain = join(home, "plain");
     writeFileSync(plain, "not a program", { mode: 0o644 });
@@ -205,7 +221,9 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     writeFileSync(cfg, '[agent.agy]\nlogs = ["/tmp/x"]\n\n[[anchor]]\nid = "x"\nregex = "("\n');
     const r = await turnguard(["run", "--config", cfg, "--", "touch", marker], { env: env() });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`turnguard: ${cfg}:6: anchor[0].regex: is not a valid regular expression\n`);
+    expect(r.stderr).toBe(
+      `turnguard: ${cfg}:6: anchor[0].regex: is not a valid regular expression\n`,
+    );
     expect(existsSync(marker)).toBe(false);
   });
   test("an unknown key and a wrong type, from $TURNGUARD_CONFIG and XDG", async () => {
@@ -229,8 +247,12 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     expect(r.stderr).toStartWith(`turnguard: ${cfg}:3: Invalid TOML document`);
   });
   test("a missing --config file", async () => {
-    const r = await turnguard(["run", "--config", join(home, "none.toml"), "--", "true"], { env: env() });
+    const r = await turnguard(["run", "--config", join(home, "none.toml"), "--", "true"], {
+      env: env(),
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`turnguard: ${join(home, "none.toml")}: cannot read config file (ENOENT)\n`);
+    expect(r.stderr).toBe(
+      `turnguard: ${join(home, "none.toml")}: cannot read config file (ENOENT)\n`,
+    );
   });
 });

@@ -1,5 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { appendFileSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
@@ -22,7 +29,13 @@ let dir: string;
 let profile: Profile;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "tg-scan-"));
-  profile = { name: "agy", match: ["agy"], logs: [join(dir, "cli-*.log")], logFormat: "glog", anchors: null };
+  profile = {
+    name: "agy",
+    match: ["agy"],
+    logs: [join(dir, "cli-*.log")],
+    logFormat: "glog",
+    anchors: null,
+  };
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -133,7 +146,9 @@ describe("scan only what the turn appended", () => {
         throw Object.assign(new Error("denied"), { code: "EACCES" });
       },
     };
-    expect(turn(() => {}, denied).diagnostics).toContain(`log directory ${dir} cannot be read (EACCES)`);
+    expect(turn(() => {}, denied).diagnostics).toContain(
+      `log directory ${dir} cannot be read (EACCES)`,
+    );
     const f = join(dir, "cli-1.log");
     writeFileSync(f, "I0707 00:00:00.000000  84 a.go:1] start\n");
     const r = turn(() => rmSync(f));

@@ -36,7 +36,11 @@ describe("retry hints", () => {
     ["Encountered retryable api error. retrying in 1.481266493s.", 1481, null],
     ['"details":[{"retryDelay":"37s"}]', 37000, null],
     ["Retry-After: 120", 120000, null],
-    ["You've reached your 5-hour standard usage limit (resets in 3h 21min)", (3 * 60 + 21) * 60000, null],
+    [
+      "You've reached your 5-hour standard usage limit (resets in 3h 21min)",
+      (3 * 60 + 21) * 60000,
+      null,
+    ],
     [
       "You will regain access on 2026-06-02 at 00:00 UTC",
       86_400_000,

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The demo: a stand-in for `agy --print` hits a quota error, exits 0 and prints nothing;
+# the compiled turnguard binary surfaces the cause from the agent's own log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=dist/turnguard
+agent=examples/agents/agy
+export HOME; HOME=$(mktemp -d)
+trap 'rm -rf "$HOME"' EXIT
+
+say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+
+say '$ agy --print "say hi"            # the agent alone'
+"$agent" --print "say hi"
+echo "(exit $?, no output: the user sees \"(no response)\")"
+
+say '$ turnguard run -- agy --print "say hi"'
+"$bin" run -- "$agent" --print "say hi"
+echo "(exit $?)"
+
+say '$ turnguard run --outcome-json -- agy --print "say hi"'
+"$bin" run --outcome-json -- "$agent" --print "say hi"
+echo "(exit $?)"
+
+say '$ FAKE_AGY=ok turnguard run -- agy --print "say hi"   # a healthy turn passes through'
+FAKE_AGY=ok "$bin" run -- "$agent" --print "say hi"
+echo "(exit $?)"
