@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { OutcomeSchema } from "../lib/outcome.ts";
-import { FAKE_AGY, turnguard } from "./helpers/cli.ts";
+import { BUN, FAKE_AGY, turnguard } from "./helpers/cli.ts";
 
 let home: string;
 beforeEach(() => {
@@ -175,6 +175,25 @@ describe("signals and exit codes", () => {
     });
   }
 
+  test("SIGQUIT is forwarded too (to an agent that handles it)", async () => {
+    // Shells started with SIGQUIT ignored cannot trap it, so this agent is a Bun script.
+    const agent = join(home, "quit-agent.ts");
+    const seen = join(home, "seen");
+    writeFileSync(
+      agent,
+      `process.on("SIGQUIT", () => { require("node:fs").writeFileSync(${JSON.stringify(seen)}, "quit"); process.exit(7); });
+       console.error("ready"); setTimeout(() => {}, 30000);`,
+    );
+    const r = await turnguard(["run", "--outcome-json", "--", BUN, agent], {
+      env: env(),
+      onSpawn: (child) =>
+        child.stderr!.on("data", (c: Buffer) => c.toString().includes("ready") && child.kill("SIGQUIT")),
+    });
+    expect(readFileSync(seen, "utf8")).toBe("quit");
+    expect(r.code).toBe(7);
+    expect(JSON.parse(r.stdout).status).toBe("cancelled");
+  });
+
   test("an agent killed by a signal it was not sent: failed (crash), exit 128+N", async () => {
     const agent = join(home, "suicidal");
     writeFileSync(agent, "#!/bin/sh\nkill -SEGV $$\n", { mode: 0o755 });
@@ -254,5 +273,32 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     expect(r.stderr).toBe(
       `turnguard: ${join(home, "none.toml")}: cannot read config file (ENOENT)\n`,
     );
+  });
+});
+
+describe("diagnostics and schema", () => {
+  test("--verbose prints the diagnostics; a missing log directory is not an error", async () => {
+    const r = await turnguard(["run", "--verbose", "--", "sh", "-c", "true"], {
+      env: env(),
+    });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    const agy = await turnguard(["run", "-v", "--agent", "agy", "--", "true"], { env: env() });
+    expect(agy.code).toBe(0);
+    expect(agy.stderr).toBe(
+      `turnguard: log directory ${join(home, ".gemini/antigravity-cli/log")} does not exist (yet)\n`,
+    );
+  });
+
+  test("turnguard schema prints the Outcome's JSON Schema", async () => {
+    const r = await turnguard(["schema"]);
+    expect(r.code).toBe(0);
+    const schema = JSON.parse(r.stdout);
+    expect(schema.type).toBe("object");
+    expect(schema.required).toEqual([
+      "v", "mode", "agent", "session", "turn", "startedAt", "endedAt", "durationMs", "status",
+      "stopReason", "exit", "error", "retry", "reply", "publish", "diagnostics",
+    ]);
+    expect(schema.properties.status.enum).toEqual(["ok", "empty", "failed", "cancelled", "refused", "truncated"]);
   });
 });
