@@ -36,7 +36,7 @@ demo: build
 	@bash examples/demo.sh
 
 bench: setup build
-	$(BUN) bench/run.ts
+	@for f in bench/*.ts; do echo "## $$f"; $(BUN) $$f || exit 1; done
 
 clean:
 	rm -rf dist

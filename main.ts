@@ -5,14 +5,28 @@
  */
 import { EXIT, TurnguardError } from "./lib/errors.ts";
 import { runCommand } from "./lib/cli/run.ts";
+import { proxyCommand } from "./lib/cli/proxy.ts";
 import { schemaCommand } from "./lib/cli/schema.ts";
+import { waitCommand } from "./lib/cli/wait.ts";
+import { logCommand } from "./lib/cli/log.ts";
+import { retryCommand } from "./lib/cli/retry.ts";
+import { scanCommand } from "./lib/cli/scan.ts";
+import { checkCommand } from "./lib/cli/check.ts";
+import { explainCommand } from "./lib/cli/explain.ts";
 import { HELP, VERSION } from "./lib/cli/help.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
 const COMMANDS: Record<string, Command> = {
   run: runCommand,
+  proxy: proxyCommand,
   schema: schemaCommand,
+  wait: waitCommand,
+  log: logCommand,
+  retry: (argv) => retryCommand(argv),
+  scan: scanCommand,
+  check: checkCommand,
+  explain: explainCommand,
 };
 
 /** Runs turnguard with `argv` (without the program name) and returns the exit code. */

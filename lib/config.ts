@@ -9,6 +9,8 @@ import * as v from "valibot";
 import embeddedToml from "../anchors.toml" with { type: "text" };
 import { compileAnchor, DeclarativeAnchorSchema } from "./anchors.ts";
 import { ConfigError } from "./errors.ts";
+import { compileDetector, DeclarativeDetectorSchema } from "./publish/declarative.ts";
+import { type PublishTable, PublishTableSchema } from "./publish/settings.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
 
 /** An agent profile as written under `[agent.NAME]`. */
@@ -21,14 +23,19 @@ export const ProfileSchema = v.strictObject({
   log_format: v.optional(v.picklist(["plain", "glog"])),
   /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
   anchors: v.optional(v.array(v.string())),
+  /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
+  publish: v.optional(PublishTableSchema),
 });
 export type ProfileInput = v.InferOutput<typeof ProfileSchema>;
 
 /** One config file: profiles, declarative anchors and code plugin paths. */
 export const ConfigFileSchema = v.strictObject({
   plugins: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+  /** Time each code plugin file may take to decide one turn, in milliseconds. */
+  plugin_budget_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema)),
   anchor: v.optional(v.array(DeclarativeAnchorSchema)),
+  detector: v.optional(v.array(DeclarativeDetectorSchema)),
 });
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
 
@@ -39,6 +46,8 @@ export interface Profile {
   logs: string[];
   logFormat: "plain" | "glog";
   anchors: string[] | null;
+  /** The `publish` table, when the profile has one. */
+  publish?: PublishTable;
 }
 
 /** A config file after parsing, with where it came from. */
@@ -124,7 +133,10 @@ export interface MergedConfig {
   files: string[];
   profiles: Map<string, Profile>;
   declarativeAnchors: ReturnType<typeof compileAnchor>[];
+  declarativeDetectors: ReturnType<typeof compileDetector>[];
   plugins: PluginRef[];
+  /** `plugin_budget_ms` of the last file that sets it; null: the default. */
+  pluginBudgetMs: number | null;
 }
 
 /**
@@ -135,7 +147,10 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
   const profiles = new Map<string, Profile>();
   const anchors = new Map<string, ReturnType<typeof compileAnchor>>();
   const plugins: PluginRef[] = [];
+  const detectors = new Map<string, ReturnType<typeof compileDetector>>();
+  let pluginBudgetMs: number | null = null;
   for (const file of files) {
+    pluginBudgetMs = file.data.plugin_budget_ms ?? pluginBudgetMs;
     for (const [name, p] of Object.entries(file.data.agent ?? {})) {
       const prev = profiles.get(name);
       profiles.set(name, {
@@ -144,12 +159,18 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         logs: p.logs ?? prev?.logs ?? [],
         logFormat: p.log_format ?? prev?.logFormat ?? "plain",
         anchors: p.anchors ?? prev?.anchors ?? null,
+        publish: p.publish ?? prev?.publish,
       });
     }
     (file.data.anchor ?? []).forEach((decl, i) => {
       const line = locateKey(file.source, ["anchor", i]);
       anchors.delete(decl.id);
       anchors.set(decl.id, compileAnchor(decl, `${file.path}${line ? `:${line}` : ""}`));
+    });
+    (file.data.detector ?? []).forEach((decl, i) => {
+      const line = locateKey(file.source, ["detector", i]);
+      detectors.delete(decl.id);
+      detectors.set(decl.id, compileDetector(decl, `${file.path}${line ? `:${line}` : ""}`));
     });
     (file.data.plugins ?? []).forEach((p, i) => {
       const base = file.path === EMBEDDED_PATH ? process.cwd() : dirname(file.path);
@@ -164,6 +185,8 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     files: files.map((f) => f.path),
     profiles,
     declarativeAnchors: [...anchors.values()],
+    declarativeDetectors: [...detectors.values()],
     plugins,
+    pluginBudgetMs,
   };
 }

@@ -4,18 +4,20 @@
  * valibot; a bad plugin is a ConfigError naming the file and what is wrong.
  */
 import { existsSync } from "node:fs";
-import { pathToFileURL } from "node:url";
 import * as v from "valibot";
 import { BUILTIN_PLUGINS } from "../plugins/index.ts";
 import { errorText } from "./anchors.ts";
 import type { PluginRef } from "./config.ts";
 import { ConfigError } from "./errors.ts";
 import {
+  type Detection,
+  DetectionSchema,
   type LoadedAnchor,
   type LoadedPublishDetector,
-  type PluginModule,
   PluginModuleSchema,
+  type ToolCallState,
 } from "./plugin.ts";
+import { PluginWorker, reviveExport } from "./plugin_host.ts";
 import { formatKeyPath, type KeyStep } from "./toml_locate.ts";
 
 /** Everything the plugins contributed. */
@@ -54,21 +56,37 @@ export function builtinPlugins(): LoadedPlugins {
   );
 }
 
-/** Imports and validates the code plugins a config names. */
-export async function loadCodePlugins(refs: readonly PluginRef[]): Promise<LoadedPlugins> {
+/** How code plugins are run: the per-turn time budget and the start-up import timeout. */
+export interface CodePluginOptions {
+  budgetMs?: number;
+  loadTimeoutMs?: number;
+}
+
+/**
+ * Imports and validates the code plugins a config names, each in a worker thread of its own
+ * (lib/plugin_host.ts): the module's code never runs in turnguard's own thread, and its
+ * anchors and detectors call into the worker under the per-turn budget.
+ */
+export async function loadCodePlugins(
+  refs: readonly PluginRef[],
+  options: CodePluginOptions = {},
+): Promise<LoadedPlugins> {
   const loaded: LoadedPlugins[] = [];
   for (const ref of refs) {
     const where = `${ref.from}${ref.line ? `:${ref.line}` : ""}`;
     if (!existsSync(ref.path)) {
       throw new ConfigError(ref.path, null, null, `plugin file not found (named in ${where})`);
     }
-    let mod: { default?: PluginModule };
+    const worker = new PluginWorker(ref.path, options.budgetMs);
+    let shape: unknown;
     try {
-      mod = await import(pathToFileURL(ref.path).href);
+      shape = await worker.load(options.loadTimeoutMs);
     } catch (err) {
+      worker.close();
       throw new ConfigError(ref.path, null, null, `plugin failed to load: ${errorText(err)}`);
     }
-    if (mod.default === undefined) {
+    if (shape === undefined) {
+      worker.close();
       throw new ConfigError(
         ref.path,
         null,
@@ -76,7 +94,14 @@ export async function loadCodePlugins(refs: readonly PluginRef[]): Promise<Loade
         "a plugin must default-export { anchors, detectors }",
       );
     }
-    loaded.push(validatePluginModule(mod.default, ref.path));
+    try {
+      loaded.push(
+        validatePluginModule(reviveExport(shape, (path, arg) => worker.call(path, arg)), ref.path),
+      );
+    } catch (err) {
+      worker.close();
+      throw err;
+    }
   }
   return merge(loaded);
 }
@@ -90,4 +115,32 @@ export function merge(sets: readonly LoadedPlugins[]): LoadedPlugins {
     for (const d of set.detectors) detectors.delete(d.id), detectors.set(d.id, d);
   }
   return { anchors: [...anchors.values()], detectors: [...detectors.values()] };
+}
+
+/**
+ * Calls one publish detector on one merged tool call; a throwing or malformed detector (a
+ * user plugin past its time budget included) becomes a diagnostic and counts as no answer.
+ */
+export function tryDetect(
+  detector: LoadedPublishDetector,
+  call: ToolCallState,
+  diagnostics: string[],
+): Detection | null {
+  const where = detector.origin ? ` (${detector.origin})` : "";
+  let result: unknown;
+  try {
+    result = detector.detect(call);
+  } catch (err) {
+    diagnostics.push(`detector ${detector.id}${where} threw: ${errorText(err)}`);
+    return null;
+  }
+  if (result === null || result === undefined) return null;
+  const parsed = v.safeParse(DetectionSchema, result);
+  if (!parsed.success) {
+    diagnostics.push(
+      `detector ${detector.id}${where} returned an invalid answer: ${parsed.issues[0].message}`,
+    );
+    return null;
+  }
+  return parsed.output;
 }

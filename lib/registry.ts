@@ -10,8 +10,14 @@ import {
   readConfigFile,
   userConfigPath,
 } from "./config.ts";
-import { AnchorSchema, type LoadedAnchor, type LoadedPublishDetector } from "./plugin.ts";
+import {
+  AnchorSchema,
+  type LoadedAnchor,
+  type LoadedPublishDetector,
+  PublishDetectorSchema,
+} from "./plugin.ts";
 import { builtinPlugins, loadCodePlugins, merge } from "./plugins.ts";
+import { DEFAULT_PLUGIN_BUDGET_MS } from "./plugin_host.ts";
 import { UsageError } from "./errors.ts";
 import { basename } from "node:path";
 import { segmentRegExp } from "./glob.ts";
@@ -22,6 +28,10 @@ export interface Registry {
   profiles: Map<string, Profile>;
   anchors: LoadedAnchor[];
   detectors: LoadedPublishDetector[];
+  /** The code plugin files the config files name, in load order. */
+  pluginFiles: string[];
+  /** Time each code plugin file may take to decide one turn. */
+  pluginBudgetMs: number;
 }
 
 /** Where to look for configuration. */
@@ -38,9 +48,17 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
   if (userPath) files.push(readConfigFile(userPath));
   const merged = mergeConfigs(files);
   const declarative = merged.declarativeAnchors.map((a) => v.parse(AnchorSchema, a));
-  const code = await loadCodePlugins(merged.plugins);
-  const all = merge([builtinPlugins(), { anchors: declarative, detectors: [] }, code]);
-  return { files: merged.files, profiles: merged.profiles, ...all };
+  const pluginBudgetMs = merged.pluginBudgetMs ?? DEFAULT_PLUGIN_BUDGET_MS;
+  const code = await loadCodePlugins(merged.plugins, { budgetMs: pluginBudgetMs });
+  const detectors = merged.declarativeDetectors.map((d) => v.parse(PublishDetectorSchema, d));
+  const all = merge([builtinPlugins(), { anchors: declarative, detectors }, code]);
+  return {
+    files: merged.files,
+    profiles: merged.profiles,
+    ...all,
+    pluginFiles: merged.plugins.map((p) => p.path),
+    pluginBudgetMs,
+  };
 }
 
 /**

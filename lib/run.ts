@@ -50,7 +50,7 @@ export interface RunResult {
 }
 
 /** Collects the tail of a byte stream within a byte budget. */
-class Tail {
+export class Tail {
   #chunks: Uint8Array[] = [];
   #size = 0;
   constructor(readonly limit: number) {}
@@ -91,7 +91,7 @@ export const STREAM_GRACE_MS = 2000;
  * Waits for the agent to exit, then for its output streams to end — at most
  * STREAM_GRACE_MS, since a grandchild it left behind may hold the pipes open forever.
  */
-function waitForExit(
+export function waitForExit(
   child: ChildProcess,
 ): Promise<{ code: number | null; signal: string | null; error?: Error }> {
   return new Promise((resolve) => {

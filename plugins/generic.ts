@@ -1,89 +1,206 @@
 /**
- * Generic HTTP/gRPC pack: classifies any agent's error text by the status words and codes
- * that every backend shares. Matches text and JSON-RPC errors, never raw log lines (a log
- * full of retried 429s is not a cause by itself). Written with the public plugin API.
+ * Generic HTTP/gRPC pack: classifies any agent's error by the status codes and words every
+ * backend shares, and digs the readable message out of the provider JSON agents pass along.
+ * Matches streamed text and JSON-RPC errors, never raw log lines (a log full of retried 429s
+ * is not a cause by itself). Written with the public plugin API, like a user plugin.
+ *
+ * Wordings, and where they come from:
+ * - 429 / RESOURCE_EXHAUSTED / "Resource has been exhausted (e.g. check quota)." / "Too Many
+ *   Requests": Google's error model (https://cloud.google.com/apis/design/errors) as agy and
+ *   gemini-cli relay it (google-antigravity/antigravity-cli#962, gemini-cli
+ *   packages/core/src/utils/googleQuotaErrors.test.ts).
+ * - "rate_limit_error", "overloaded_error" (HTTP 529), "authentication_error",
+ *   "permission_error", "not_found_error", "request_too_large", "api_error":
+ *   https://docs.anthropic.com/en/api/errors; "API Error: 529 {...overloaded_error...}"
+ *   (anthropics/claude-code#39745, #41628).
+ * - "insufficient_quota" / "You exceeded your current quota", "context_length_exceeded",
+ *   "model_not_found" / "The model `x` does not exist or you do not have access to it.":
+ *   https://platform.openai.com/docs/guides/error-codes.
+ * - "exceeded retry limit, last status: 429 Too Many Requests", "stream disconnected before
+ *   completion", "Connection failed: error sending request": openai/codex
+ *   codex-rs/core/src/error.rs.
+ * - DEADLINE_EXCEEDED, UNAVAILABLE, UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND: gRPC status
+ *   codes (https://grpc.io/docs/guides/status-codes/).
+ * - ECONNREFUSED / ECONNRESET / "socket hang up" / "fetch failed": Node.js network errors
+ *   (https://nodejs.org/api/errors.html#common-system-errors).
  */
-import { defineAnchor, definePlugin } from "../lib/plugin.ts";
+import { inputText, tidyCause } from "../lib/anchors.ts";
 import type { Category } from "../lib/outcome.ts";
-import { inputText } from "../lib/anchors.ts";
+import { type AnchorHit, type AnchorInput, defineAnchor, definePlugin } from "../lib/plugin.ts";
+import {
+  errorWords,
+  grpcCategory,
+  parseProviderError,
+  type ProviderError,
+  rpcProviderError,
+  statusCategory,
+} from "./provider_error.ts";
 
-/** One category rule: the first pattern that matches gives the category. */
+/** One category rule: an anchor id, its priority and the words that give the category. */
 interface Rule {
   id: string;
   category: Category;
   priority: number;
-  pattern: RegExp;
+  /** Matches the words of the error (case-insensitive patterns). */
+  words: RegExp;
+  /** Status words matched case-sensitively (gRPC codes are upper case). */
+  codes?: RegExp;
+  /** Words that veto the rule (`per minute` is a rate limit, not a quota). */
+  unless?: RegExp;
 }
 
-const RULES: Rule[] = [
+/** Most specific first: a quota outranks the 429 that carries it. */
+export const RULES: readonly Rule[] = [
   {
     id: "generic.quota",
     category: "quota",
     priority: 90,
-    pattern:
-      /individual quota|quota (?:reached|exceeded|exhausted)|check quota|exceeded your current quota|insufficient_quota|usage limit|spend limit|credit balance is too low|billing|QUOTA_EXHAUSTED|\b402\b/i,
+    words:
+      /individual quota|quota (?:reached|exceeded|exhausted)|exceeded your current quota|insufficient_quota|usage limit|spend limit|credit balance|out of (?:usage )?credits|billing|exhausted your capacity|payment required/i,
+    codes: /\bQUOTA_EXHAUSTED\b|\b402\b/,
+    unless: /per ?minute|PerMinute/i,
   },
   {
     id: "generic.rate-limit",
     category: "rate_limit",
     priority: 80,
-    pattern: /rate[ _-]?limit|too many requests|\b429\b|RESOURCE_EXHAUSTED/i,
+    words: /rate[ _-]?limit|too many requests|resource has been exhausted/i,
+    codes: /\b429\b|\bRESOURCE_EXHAUSTED\b|\bRATE_LIMIT_EXCEEDED\b/,
   },
   {
     id: "generic.capacity",
     category: "capacity",
     priority: 70,
-    pattern:
-      /overloaded|over capacity|no capacity|capacity|\b(?:503|529)\b|UNAVAILABLE|service unavailable/i,
+    words:
+      /overloaded|over capacity|no capacity|high demand|high traffic|service unavailable|bad gateway|internal server error|server_error|api_error/i,
+    codes: /\b(?:500|502|503|529)\b|\bUNAVAILABLE\b|\bMODEL_CAPACITY_EXHAUSTED\b/,
   },
   {
     id: "generic.auth",
     category: "auth",
     priority: 60,
-    pattern:
-      /\b(?:401|403)\b|UNAUTHENTICATED|PERMISSION_DENIED|unauthori[sz]ed|authentication|invalid api key|api key not valid|not logged in|login required|forbidden/i,
+    words:
+      /unauthori[sz]ed|authentication|invalid (?:x-)?api[ _-]?key|api key not valid|not logged in|login required|please run \/login|forbidden|access token|permission_error/i,
+    codes: /\b(?:401|403)\b|\bUNAUTHENTICATED\b|\bPERMISSION_DENIED\b/,
   },
   {
     id: "generic.context",
     category: "context",
     priority: 50,
-    pattern:
-      /context (?:length|window)|maximum context|prompt is too long|too many tokens|input token count|context_length_exceeded/i,
+    words:
+      /context (?:length|window)|maximum context|prompt is too long|too many tokens|input token count|context_length_exceeded|request_too_large/i,
+    codes: /\b413\b/,
   },
   {
     id: "generic.model",
     category: "model",
     priority: 40,
-    pattern:
-      /model (?:not found|unreachable|is not available|does not exist)|unknown model|invalid model|model_not_found|\b404\b.*model|NOT_FOUND/i,
+    words:
+      /model (?:not found|unreachable|is not available|does not exist)|unknown model|invalid model|model_not_found|not_found_error|is not found for api version|does not exist or you do not have access/i,
+    codes: /\bNOT_FOUND\b/,
   },
   {
     id: "generic.timeout",
     category: "timeout",
     priority: 30,
-    pattern: /DEADLINE_EXCEEDED|timed out|timeout|\b504\b/i,
+    words: /timed? ?out|timeout|ETIMEDOUT/i,
+    codes: /\bDEADLINE_EXCEEDED\b|\b504\b/,
   },
   {
     id: "generic.network",
     category: "network",
     priority: 20,
-    pattern:
-      /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|connection (?:refused|reset|closed)|socket hang up|network error|fetch failed|stream disconnected/i,
+    words:
+      /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|connection (?:refused|reset|closed|error|failed)|socket hang up|network error|fetch failed|stream disconnected|error sending request/i,
   },
 ];
 
+/** What an input says: its readable message, the provider's fields and all its words. */
+interface Reading {
+  cause: string;
+  provider: ProviderError | null;
+  words: string;
+}
+
+/** Reads an input once: the provider error in it (if any) and the words rules look at. */
+export function readInput(input: AnchorInput): Reading {
+  if (input.kind === "error") {
+    const provider = rpcProviderError(input.error);
+    const words = [
+      errorWords(input.error),
+      provider?.grpc,
+      provider?.reason,
+      provider?.type,
+      provider?.status,
+    ].filter((w) => w !== undefined).join(" ");
+    return { cause: provider?.message ?? inputText(input), provider, words };
+  }
+  const text = inputText(input);
+  const provider = parseProviderError(text);
+  return { cause: provider?.message ?? text, provider, words: text };
+}
+
+/** Whether a rule's words (and not its veto) are in `words`. */
+function applies(rule: Rule, words: string): boolean {
+  if (rule.unless?.test(words)) return false;
+  return rule.words.test(words) || (rule.codes?.test(words) ?? false);
+}
+
+/** The HTTP status an input carries: the provider's, or a JSON-RPC code that is one. */
+function statusOf(input: AnchorInput, provider: ProviderError | null): number | undefined {
+  if (provider?.status !== undefined) return provider.status;
+  if (input.kind !== "error") return undefined;
+  const code = input.error.code;
+  return typeof code === "number" && code >= 400 && code <= 599 ? code : undefined;
+}
+
+/** The hit for one rule: readable cause, category, status code and RetryInfo delay. */
+export function ruleHit(rule: Rule, input: AnchorInput): AnchorHit | null {
+  const reading = readInput(input);
+  if (!applies(rule, reading.words)) return null;
+  const cause = tidyCause(reading.cause, "none");
+  if (cause === "") return null;
+  const hit: AnchorHit = { cause, category: rule.category };
+  const status = statusOf(input, reading.provider);
+  if (status !== undefined) hit.code = status;
+  if (reading.provider?.retryDelayMs !== undefined) {
+    hit.retry = { afterMs: reading.provider.retryDelayMs, reason: "retryDelay" };
+  }
+  return hit;
+}
+
+/**
+ * The category the structure of an error gives (HTTP status, gRPC word), for errors whose
+ * words match no rule: `{"code": 503}` alone is still capacity.
+ */
+export function structuralCategory(input: AnchorInput): Category | undefined {
+  const { provider } = readInput(input);
+  return grpcCategory(provider?.grpc) ?? statusCategory(statusOf(input, provider));
+}
+
 export default definePlugin({
-  anchors: RULES.map((rule) =>
+  anchors: [
+    ...RULES.map((rule) =>
+      defineAnchor({
+        id: rule.id,
+        priority: rule.priority,
+        on: ["text", "error"],
+        match: (input) => ruleHit(rule, input),
+      })
+    ),
     defineAnchor({
-      id: rule.id,
-      priority: rule.priority,
-      on: ["text", "error"],
+      id: "generic.status",
+      priority: 10,
+      on: ["error"],
       match(input) {
-        const text = inputText(input);
-        const m = rule.pattern.exec(text);
-        if (!m) return null;
-        return { cause: text.trim().slice(0, 2000) || m[0], category: rule.category };
+        const category = structuralCategory(input);
+        if (category === undefined) return null;
+        const reading = readInput(input);
+        const cause = tidyCause(reading.cause, "none");
+        if (cause === "") return null;
+        const status = statusOf(input, reading.provider);
+        return { cause, category, ...(status !== undefined ? { code: status } : {}) };
       },
-    })
-  ),
+    }),
+  ],
 });

@@ -1,8 +1,16 @@
 /** The built-in code packs, embedded in the binary and loaded before any config file. */
 import type { PluginModule } from "../lib/plugin.ts";
+import claude from "./claude.ts";
+import codex from "./codex.ts";
+import gemini from "./gemini.ts";
 import generic from "./generic.ts";
+import buzz from "./buzz.ts";
 
 /** Built-in packs by name, in load order. */
 export const BUILTIN_PLUGINS: ReadonlyArray<{ name: string; module: PluginModule }> = [
   { name: "generic", module: generic },
+  { name: "gemini", module: gemini },
+  { name: "claude", module: claude },
+  { name: "codex", module: codex },
+  { name: "buzz", module: buzz },
 ];

@@ -1,11 +1,16 @@
-/** `turnguard run`: the command-line shell around lib/run.ts. */
+/**
+ * `turnguard run`: the command-line shell around lib/run.ts. Journals the turn and, with
+ * `--retries`, runs the command again after a retryable failure that wrote nothing.
+ */
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { failureLine } from "../emit.ts";
 import { UsageError } from "../errors.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
-import { runTurn } from "../run.ts";
+import { type RunResult, runTurn } from "../run.ts";
+import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions, splitCommand } from "./args.ts";
+import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 
 /** The flags `turnguard run` accepts. */
 export const RUN_OPTIONS = {
@@ -14,7 +19,13 @@ export const RUN_OPTIONS = {
   "outcome-json": { type: "boolean" },
   "outcome-file": { type: "string" },
   verbose: { type: "boolean", short: "v" },
+  ...JOURNAL_OPTIONS,
 } satisfies OptionSpec;
+
+/** A run's session id in the journal: each `turnguard run` is a session of one turn. */
+export function runSessionId(pid: number, now: number): string {
+  return `run-${pid}-${now.toString(36)}`;
+}
 
 /** Runs `turnguard run ARGS` and returns the exit code. */
 export async function runCommand(argv: string[]): Promise<number> {
@@ -29,25 +40,58 @@ export async function runCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
-  const result = await runTurn({
-    command: command[0],
-    args: command.slice(1),
-    profile,
-    anchors: profileAnchors(registry.anchors, profile),
-    env,
-    captureStdout: values["outcome-json"] === true,
-    stdout: process.stdout,
-    stderr: process.stderr,
-  });
-  const { outcome } = result;
-  if (values.verbose) {
-    for (const d of outcome.diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+  const warn = (line: string) => void process.stderr.write(line + "\n");
+  const { recorder, waits } = turnJournaling(values, env, cwd, profile.name, warn);
+  const key = { session: runSessionId(process.pid, Date.now()), turn: 1 };
+  const unlisten = recorder.policy.retries > 0 ? waits.listen() : () => {};
+  recorder.started(key, { mode: "run", agent: profile.name, promptId: null });
+  let attempt = 0;
+  let result: RunResult;
+  try {
+    for (;;) {
+      result = await runTurn({
+        command: command[0],
+        args: command.slice(1),
+        profile,
+        anchors: profileAnchors(registry.anchors, profile),
+        env,
+        captureStdout: values["outcome-json"] === true,
+        stdout: process.stdout,
+        stderr: process.stderr,
+      });
+      reportAttempt(result, values.verbose === true, warn);
+      // Any stdout byte is a side effect: an attempt that wrote something is never repeated.
+      const decision = recorder.ended(key, attempt, result.outcome, result.outcome.reply.chars > 0);
+      if (decision.kind !== "retry") break;
+      warn(
+        `turnguard: retry ${decision.attempt} of ${decision.of} waits out ${decision.reason}; ` +
+          `it runs in ${formatDuration(decision.afterMs)} ` +
+          `(turnguard retry ${recorder.name} runs it now)`,
+      );
+      const end = await waits.waitInForeground(key.session, decision.afterMs);
+      if (end === "stopped") {
+        const reason = `retry ${decision.attempt} of ${decision.of} was stopped before it ran`;
+        recorder.stopped(key, attempt, reason);
+        warn(`turnguard: ${reason}`);
+        break;
+      }
+      attempt = decision.attempt;
+      recorder.retryStarted(key, attempt);
+    }
+  } finally {
+    unlisten();
   }
-  if (outcome.status === "failed" && outcome.error && (result.swallowed || result.stderrWasEmpty)) {
-    process.stderr.write(failureLine(outcome.agent, outcome.error, outcome.retry) + "\n");
-  }
-  const json = JSON.stringify(outcome);
+  const json = JSON.stringify(result.outcome);
   if (values["outcome-file"]) writeFileSync(resolve(cwd, values["outcome-file"]), json + "\n");
   if (values["outcome-json"]) process.stdout.write(json + "\n");
   return result.exitCode;
+}
+
+/** The diagnostics (with --verbose) and the failure line of one attempt, on stderr. */
+function reportAttempt(result: RunResult, verbose: boolean, warn: (line: string) => void): void {
+  const { outcome } = result;
+  if (verbose) { for (const d of outcome.diagnostics) warn(`turnguard: ${d}`); }
+  if (outcome.status === "failed" && outcome.error && (result.swallowed || result.stderrWasEmpty)) {
+    warn(failureLine(outcome.agent, outcome.error, outcome.retry));
+  }
 }

@@ -1,0 +1,202 @@
+/**
+ * The end of a proxied turn: from the turn's state and how it ended (the agent's result or
+ * error, turnguard's silence timeout, or the agent's death) to the turn's Outcome and the
+ * response the client gets instead of the agent's, if any. The log scan is passed in as a
+ * function, called only when the decision needs it.
+ */
+import { findCause } from "../anchors.ts";
+import { classify, retryReason } from "../classify.ts";
+import { type Cause, decide, type Decision } from "../decide.ts";
+import { buildOutcome } from "../emit.ts";
+import type { LogCauseResult } from "../log_cause.ts";
+import type { Outcome } from "../outcome.ts";
+import type { LoadedAnchor } from "../plugin.ts";
+import { signalExitCode } from "../signals.ts";
+import { formatDuration, utf8Length } from "../text.ts";
+import { errorCause } from "./error_cause.ts";
+import { type JsonObject, stringField } from "./jsonrpc.ts";
+import { annotateError, errorResponse, turnguardData } from "./rewrite.ts";
+import { streamed, type Turn, turnText } from "./turns.ts";
+
+/** Longest streamed reply still read as a possible failure notice (not a real answer). */
+export const FAILURE_TEXT_MAX_BYTES = 2048;
+
+/** How a turn ended. */
+export type TurnEnd =
+  | { kind: "result"; result: unknown; response: JsonObject }
+  | { kind: "error"; error: JsonObject; response: JsonObject }
+  | { kind: "timeout"; silentMs: number }
+  | { kind: "exit"; code: number | null; signal: string | null; stderrTail: string };
+
+/** Everything the conclusion needs besides the turn. */
+export interface ConcludeInput {
+  turn: Turn;
+  end: TurnEnd;
+  agent: string;
+  /** The profile's anchors. */
+  anchors: readonly LoadedAnchor[];
+  endedAt: number;
+  /** Scans the turn's log bytes (snapshot → now); called only when needed. */
+  scanLogs: () => LogCauseResult;
+  /** `--rewrite-errors`: HTTP-status codes become -32603, messages the readable cause. */
+  rewriteErrors: boolean;
+}
+
+/** The turn's Outcome and, when turnguard answers instead of the agent, the response. */
+export interface Conclusion {
+  outcome: Outcome;
+  decision: Decision;
+  /** The response to send the client instead of the agent's; null: forward the agent's. */
+  response: JsonObject | null;
+}
+
+/** The message of an agent that died: `agent exited with status N: <stderr tail>`. */
+export function exitMessage(code: number | null, signal: string | null, tail: string): string {
+  const status = signal !== null
+    ? `agent exited with status ${signalExitCode(signal)} (killed by ${signal})`
+    : `agent exited with status ${code ?? "unknown"}`;
+  return tail.trim() ? `${status}: ${tail.trim()}` : status;
+}
+
+/** The cause of a turn cut short for silence. */
+export function timeoutCause(silentMs: number): Cause {
+  return {
+    error: {
+      code: null,
+      message: `turn timed out: the agent streamed nothing for ${formatDuration(silentMs)}`,
+      category: "timeout",
+      anchor: null,
+      source: null,
+    },
+    retry: {
+      retryable: true,
+      reason: retryReason("timeout", null),
+      afterMs: null,
+      at: null,
+    },
+  };
+}
+
+/** Decides the turn and builds its Outcome and replacement response. */
+export function concludeTurn(input: ConcludeInput): Conclusion {
+  const { turn, end, anchors, endedAt } = input;
+  const diagnostics: string[] = [];
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const stopReason = end.kind === "result" ? stringField(end.result, "stopReason") : null;
+  const output = streamed(turn);
+
+  let agentError: Cause | null = null;
+  if (end.kind === "error") {
+    const found = errorCause(end.error, anchors, endedAt);
+    diagnostics.push(...found.diagnostics);
+    agentError = found.cause;
+  } else if (end.kind === "exit") {
+    const message = exitMessage(end.code, end.signal, end.stderrTail);
+    const { category, retry } = classify(end.stderrTail, undefined, textAnchors, endedAt);
+    agentError = {
+      error: { code: end.code, message, category, anchor: null, source: null },
+      retry,
+    };
+  }
+  const timeout = end.kind === "timeout" ? timeoutCause(end.silentMs) : null;
+
+  const needsLog = timeout === null && !turn.cancelled &&
+    (agentError ? agentError.error.category === "unknown" : output === 0);
+  let logCause: Cause | null = null;
+  if (needsLog) {
+    const scanned = input.scanLogs();
+    diagnostics.push(...scanned.diagnostics);
+    logCause = scanned.cause;
+  }
+  if (agentError && end.kind === "exit" && agentError.error.category === "unknown" && !logCause) {
+    agentError = { ...agentError, error: { ...agentError.error, category: "crash" } };
+  }
+
+  let decision = decide({
+    cancelled: turn.cancelled,
+    exit: null,
+    stopReason,
+    agentError,
+    output,
+    logCause,
+    timeout,
+  });
+  if (stopReason === "end_turn" && decision.status === "ok") {
+    decision = readFailureText(turn, textAnchors, endedAt, decision, diagnostics);
+  }
+
+  const outcome = buildOutcome({
+    mode: "proxy",
+    agent: input.agent,
+    session: turn.sessionId,
+    turn: turn.turn,
+    startedAt: turn.startedAt,
+    endedAt,
+    stopReason,
+    exit: end.kind === "exit" ? { code: end.code, signal: end.signal } : null,
+    reply: { chars: turn.chars, text: turnText(turn) },
+    publish: null,
+    diagnostics,
+  }, decision);
+  return { outcome, decision, response: replacement(input, outcome, decision) };
+}
+
+/**
+ * Some agents report a failure only as a short streamed message before a normal
+ * `end_turn`. When the profile's text anchors give such a short reply a category, the
+ * Outcome records it (error, retry and a diagnostic); the status and the client's
+ * response stay as the agent sent them, since a short real answer may read alike.
+ */
+function readFailureText(
+  turn: Turn,
+  textAnchors: readonly LoadedAnchor[],
+  now: number,
+  decision: Decision,
+  diagnostics: string[],
+): Decision {
+  if (turn.chars === 0 || textAnchors.length === 0) return decision;
+  const text = turnText(turn);
+  if (utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return decision;
+  const found = findCause(textAnchors, [{ kind: "text", text }]);
+  diagnostics.push(...found.diagnostics);
+  const hit = found.finding?.hit;
+  if (!hit?.category) return decision;
+  const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+  diagnostics.push(
+    `the agent's reply reads as a ${category} failure (anchor ${
+      found.finding!.anchor.id
+    }); the response was forwarded as the agent sent it`,
+  );
+  return {
+    ...decision,
+    error: {
+      code: hit.code ?? null,
+      message: hit.cause,
+      category,
+      anchor: found.finding!.anchor.id,
+      source: null,
+    },
+    retry,
+  };
+}
+
+function replacement(input: ConcludeInput, outcome: Outcome, decision: Decision): JsonObject | null {
+  const { end, turn } = input;
+  const data = turnguardData(outcome);
+  switch (end.kind) {
+    case "result":
+      return decision.swallowed && decision.error
+        ? errorResponse(turn.requestId, decision.error.message, data)
+        : null;
+    case "error":
+      return annotateError(end.response, data, input.rewriteErrors);
+    case "timeout":
+      return errorResponse(turn.requestId, timeoutCause(end.silentMs).error.message, data);
+    case "exit":
+      return errorResponse(
+        turn.requestId,
+        exitMessage(end.code, end.signal, end.stderrTail),
+        data,
+      );
+  }
+}

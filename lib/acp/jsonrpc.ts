@@ -1,0 +1,77 @@
+/**
+ * JSON-RPC 2.0 as the proxy sees it: one line in, the kind of message it is out (or
+ * nothing, for blank lines, invalid JSON, batches and anything that is not a message).
+ * The proxy only reads messages; lines it does not rewrite are forwarded as their bytes.
+ */
+
+/** A request id: each side of the connection numbers its own. */
+export type JsonRpcId = string | number;
+
+/** A JSON object, as parsed. */
+export type JsonObject = Record<string, unknown>;
+
+/** One parsed message. `id` of a response is null when the peer could not read the request. */
+export type Message =
+  | { kind: "request"; id: JsonRpcId; method: string; params: unknown }
+  | { kind: "notification"; method: string; params: unknown }
+  | { kind: "result"; id: JsonRpcId | null; result: unknown; raw: JsonObject }
+  | { kind: "error"; id: JsonRpcId | null; error: JsonObject; raw: JsonObject };
+
+const decoder = new TextDecoder();
+
+/** True for a plain JSON object (not an array, not null). */
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is JsonRpcId {
+  return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
+}
+
+/** Reads one line as a JSON-RPC message; null when it is not one (the line still passes). */
+export function parseMessage(line: Uint8Array): Message | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(decoder.decode(line));
+  } catch {
+    return null;
+  }
+  return toMessage(value);
+}
+
+/** Classifies a parsed JSON value as a JSON-RPC message. */
+export function toMessage(value: unknown): Message | null {
+  if (!isObject(value)) return null;
+  const { id, method } = value;
+  if (typeof method === "string") {
+    if (isId(id)) return { kind: "request", id, method, params: value.params };
+    if (id === undefined) return { kind: "notification", method, params: value.params };
+    return null;
+  }
+  if (!isId(id) && id !== null) return null;
+  if (isObject(value.error)) return { kind: "error", id, error: value.error, raw: value };
+  if ("result" in value) return { kind: "result", id, result: value.result, raw: value };
+  return null;
+}
+
+/** A map key for an id: `1` and `"1"` are different requests. */
+export function idKey(id: JsonRpcId): string {
+  return typeof id === "number" ? `n${id}` : `s${id}`;
+}
+
+/** A string member of an object, or null. */
+export function stringField(value: unknown, key: string): string | null {
+  if (!isObject(value)) return null;
+  const field = value[key];
+  return typeof field === "string" ? field : null;
+}
+
+/** The `sessionId` a request's or notification's params name, if any. */
+export function sessionIdOf(params: unknown): string | null {
+  return stringField(params, "sessionId");
+}
+
+/** Encodes a message as one line with the given terminator. */
+export function encodeLine(message: JsonObject, ending: string): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(message) + (ending || "\n"));
+}

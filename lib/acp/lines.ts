@@ -1,0 +1,139 @@
+/**
+ * The streaming line splitter of the proxy: cuts a byte stream into newline-terminated
+ * lines without ever decoding it. Lines up to the inspection limit come out whole (so the
+ * proxy can look at them); longer lines come out piece by piece as their bytes arrive,
+ * never held whole in memory. Bytes are never changed, added or lost: concatenating every
+ * segment gives back exactly the input.
+ */
+
+/** The ACP SDK's own limit for one message (32 MiB); longer lines are not inspected. */
+export const DEFAULT_INSPECT_LIMIT = 32 * 1024 * 1024;
+
+const LF = 0x0a;
+
+/** One piece of the stream, in order. */
+export type Segment =
+  /** A complete line with its terminator (`\n` or `\r\n`; none for a last line at EOF). */
+  | { kind: "line"; bytes: Uint8Array }
+  /** Bytes of a line longer than the limit: forwarded uninspected; `end` when it finishes. */
+  | { kind: "pass"; bytes: Uint8Array; end: boolean };
+
+/** Receives the segments of each pushed chunk, in order. */
+export type SegmentSink = (segment: Segment) => void;
+
+/**
+ * Splits a byte stream into lines. Segments are subarrays of the pushed chunks whenever a
+ * line lies within one chunk (no copy); only a line spanning chunks is joined.
+ */
+export class LineSplitter {
+  #held: Uint8Array[] = [];
+  #heldBytes = 0;
+  #oversize = false;
+
+  /** `limit`: the longest line, terminator included, that is returned whole. */
+  constructor(readonly limit: number = DEFAULT_INSPECT_LIMIT) {
+    if (!(limit >= 1)) throw new RangeError(`line limit must be at least 1, got ${limit}`);
+  }
+
+  /** Bytes of an unfinished line waiting for its end. */
+  get heldBytes(): number {
+    return this.#heldBytes;
+  }
+
+  /** True while the bytes of an over-limit line are being passed through. */
+  get inOversizeLine(): boolean {
+    return this.#oversize;
+  }
+
+  /** Splits one chunk; `emit` is called for every segment it completes. */
+  push(chunk: Uint8Array, emit: SegmentSink): void {
+    if (chunk.length === 0) return;
+    let start = 0;
+    if (this.#oversize) {
+      const nl = chunk.indexOf(LF);
+      if (nl === -1) {
+        emit({ kind: "pass", bytes: chunk, end: false });
+        return;
+      }
+      emit({ kind: "pass", bytes: chunk.subarray(0, nl + 1), end: true });
+      this.#oversize = false;
+      start = nl + 1;
+    } else if (this.#heldBytes > 0) {
+      const nl = chunk.indexOf(LF);
+      const end = nl === -1 ? chunk.length : nl + 1;
+      const total = this.#heldBytes + end;
+      if (total > this.limit) {
+        for (const held of this.#held) emit({ kind: "pass", bytes: held, end: false });
+        this.#clearHeld();
+        emit({ kind: "pass", bytes: chunk.subarray(0, end), end: nl !== -1 });
+        if (nl === -1) {
+          this.#oversize = true;
+          return;
+        }
+      } else if (nl === -1) {
+        this.#hold(chunk);
+        return;
+      } else {
+        this.#held.push(chunk.subarray(0, end));
+        emit({ kind: "line", bytes: joinBytes(this.#held, total) });
+        this.#clearHeld();
+      }
+      start = end;
+    }
+    const limit = this.limit;
+    for (;;) {
+      const nl = chunk.indexOf(LF, start);
+      if (nl === -1) break;
+      const bytes = chunk.subarray(start, nl + 1);
+      emit(bytes.length > limit ? { kind: "pass", bytes, end: true } : { kind: "line", bytes });
+      start = nl + 1;
+    }
+    const rest = chunk.length - start;
+    if (rest === 0) return;
+    if (rest > limit) {
+      emit({ kind: "pass", bytes: chunk.subarray(start), end: false });
+      this.#oversize = true;
+    } else {
+      this.#hold(chunk.subarray(start));
+    }
+  }
+
+  /** Ends the stream: an unterminated last line comes out as it is. */
+  end(emit: SegmentSink): void {
+    if (this.#oversize) {
+      this.#oversize = false;
+      return;
+    }
+    if (this.#heldBytes > 0) {
+      const bytes = joinBytes(this.#held, this.#heldBytes);
+      this.#clearHeld();
+      emit({ kind: "line", bytes });
+    }
+  }
+
+  #hold(bytes: Uint8Array): void {
+    this.#held.push(bytes);
+    this.#heldBytes += bytes.length;
+  }
+
+  #clearHeld(): void {
+    this.#held = [];
+    this.#heldBytes = 0;
+  }
+}
+
+/** Joins byte arrays whose total length is known. */
+export function joinBytes(parts: readonly Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) out.set(p, at), at += p.length;
+  return out;
+}
+
+/** The terminator a line ends with: `\r\n`, `\n`, or `` for a last line at EOF. */
+export function lineEnding(line: Uint8Array): string {
+  const n = line.length;
+  if (n === 0 || line[n - 1] !== LF) return "";
+  return n >= 2 && line[n - 2] === 0x0d ? "\r\n" : "\n";
+}

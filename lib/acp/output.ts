@@ -1,0 +1,142 @@
+/**
+ * One direction's output: bytes go out in the order they were put in, even when a
+ * response waits for an asynchronous step; turnguard's own lines are slipped in only
+ * between lines, never inside one that is still streaming; and the source is paused while
+ * the sink or the queue is full.
+ */
+import type { Writable } from "node:stream";
+
+const LF = 0x0a;
+
+/** Queued bytes (behind a pending response) above which the source is paused. */
+export const QUEUE_HIGH_WATER = 4 * 1024 * 1024;
+
+type Entry = { bytes: Uint8Array | null; ready: boolean };
+
+/** An ordered, line-aware writer over one Writable. */
+export class LineOutput {
+  #sink: Writable;
+  #queue: Entry[] = [];
+  #queuedBytes = 0;
+  #atBoundary = true;
+  #waiting: Uint8Array[] = [];
+  #sinkFull = false;
+  #paused = false;
+  #idle: (() => void)[] = [];
+  #broken = false;
+
+  /** `onPressure(true)` asks to pause the source; `onPressure(false)` to resume it. */
+  constructor(sink: Writable, readonly onPressure: (pause: boolean) => void = () => {}) {
+    this.#sink = sink;
+    sink.on("drain", () => {
+      this.#sinkFull = false;
+      this.#pressure();
+    });
+    sink.on("error", () => {
+      // The reader went away: drop what is left, never crash the proxy.
+      this.#broken = true;
+      this.#sinkFull = false;
+      this.#pressure();
+    });
+  }
+
+  /** True when the sink's reader is gone. */
+  get broken(): boolean {
+    return this.#broken;
+  }
+
+  /** Forwards bytes: whole lines, or a piece of a line that is streaming through. */
+  write(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    this.#atBoundary = bytes[bytes.length - 1] === LF;
+    this.#enqueue({ bytes, ready: true });
+    if (this.#atBoundary && this.#waiting.length > 0) this.#releaseWaiting();
+  }
+
+  /**
+   * Reserves the place of a response decided later; everything written after it waits
+   * behind it. The promise gives the bytes to send, or null to send nothing.
+   */
+  writeLater(promise: Promise<Uint8Array | null>): void {
+    const entry: Entry = { bytes: null, ready: false };
+    this.#enqueue(entry);
+    const settle = (bytes: Uint8Array | null) => {
+      entry.bytes = bytes;
+      entry.ready = true;
+      this.#drain();
+    };
+    promise.then(settle, () => settle(null));
+  }
+
+  /** Sends one of turnguard's own complete lines at the next line boundary. */
+  inject(line: Uint8Array): void {
+    if (this.#atBoundary) this.#enqueue({ bytes: line, ready: true });
+    else this.#waiting.push(line);
+  }
+
+  /**
+   * Ends an unterminated last line with `\n` so that lines injected after it stay lines
+   * of their own (used once the peer's stream has ended).
+   */
+  closeLine(): void {
+    if (!this.#atBoundary) this.write(new Uint8Array([LF]));
+  }
+
+  /** Resolves once everything put in so far has been handed to the sink. */
+  flushed(): Promise<void> {
+    if (this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Flushes, then ends the sink. */
+  async end(): Promise<void> {
+    await this.flushed();
+    if (!this.#broken) this.#sink.end();
+  }
+
+  #releaseWaiting(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const line of waiting) this.#enqueue({ bytes: line, ready: true });
+  }
+
+  #enqueue(entry: Entry): void {
+    if (this.#queue.length === 0 && entry.ready) {
+      this.#send(entry.bytes);
+      return;
+    }
+    this.#queue.push(entry);
+    this.#queuedBytes += entry.bytes?.length ?? 0;
+    this.#pressure();
+  }
+
+  #drain(): void {
+    while (this.#queue.length > 0 && this.#queue[0].ready) {
+      const entry = this.#queue.shift()!;
+      this.#queuedBytes -= entry.bytes?.length ?? 0;
+      this.#send(entry.bytes);
+    }
+    if (this.#queue.length === 0) {
+      const idle = this.#idle;
+      this.#idle = [];
+      for (const resolve of idle) resolve();
+    }
+    this.#pressure();
+  }
+
+  #send(bytes: Uint8Array | null): void {
+    if (bytes === null || bytes.length === 0 || this.#broken) return;
+    if (!this.#sink.write(bytes)) {
+      this.#sinkFull = true;
+      this.#pressure();
+    }
+  }
+
+  #pressure(): void {
+    const pause = !this.#broken && (this.#sinkFull || this.#queuedBytes > QUEUE_HIGH_WATER);
+    if (pause !== this.#paused) {
+      this.#paused = pause;
+      this.onPressure(pause);
+    }
+  }
+}

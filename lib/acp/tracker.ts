@@ -1,0 +1,67 @@
+/**
+ * Pending requests of one direction. Each side of an ACP connection numbers its own ids,
+ * so the proxy keeps one tracker for the client's requests and one for the agent's; a
+ * response is matched only against the other side's requests.
+ */
+import { idKey, type JsonRpcId } from "./jsonrpc.ts";
+
+/** One request still waiting for its response. */
+export interface PendingRequest {
+  id: JsonRpcId;
+  method: string;
+  /** The session the request's params name, if any. */
+  sessionId: string | null;
+  /** turnguard already answered it (timeout): the peer's late response is dropped. */
+  answered: boolean;
+}
+
+/** The requests one side sent that the other side has not answered yet. */
+export class PendingRequests {
+  #byKey = new Map<string, PendingRequest>();
+  #perSession = new Map<string, number>();
+
+  /** Records a request. A reused id replaces the older request. */
+  add(id: JsonRpcId, method: string, sessionId: string | null): PendingRequest {
+    this.take(id);
+    const request: PendingRequest = { id, method, sessionId, answered: false };
+    this.#byKey.set(idKey(id), request);
+    if (sessionId !== null) {
+      this.#perSession.set(sessionId, (this.#perSession.get(sessionId) ?? 0) + 1);
+    }
+    return request;
+  }
+
+  /** Finds the request a response answers without removing it. */
+  get(id: JsonRpcId): PendingRequest | undefined {
+    return this.#byKey.get(idKey(id));
+  }
+
+  /** Removes and returns the request a response answers. */
+  take(id: JsonRpcId): PendingRequest | undefined {
+    const key = idKey(id);
+    const request = this.#byKey.get(key);
+    if (!request) return undefined;
+    this.#byKey.delete(key);
+    if (request.sessionId !== null) {
+      const n = (this.#perSession.get(request.sessionId) ?? 1) - 1;
+      if (n > 0) this.#perSession.set(request.sessionId, n);
+      else this.#perSession.delete(request.sessionId);
+    }
+    return request;
+  }
+
+  /** How many requests naming `sessionId` are waiting. */
+  countFor(sessionId: string): number {
+    return this.#perSession.get(sessionId) ?? 0;
+  }
+
+  /** Every waiting request, oldest first. */
+  all(): PendingRequest[] {
+    return [...this.#byKey.values()];
+  }
+
+  /** Number of waiting requests. */
+  get size(): number {
+    return this.#byKey.size;
+  }
+}

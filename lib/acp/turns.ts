@@ -1,0 +1,168 @@
+/**
+ * Turn state: what the proxy knows of each running `session/prompt` turn, per session.
+ * Several sessions may run turns at once over one agent; each turn's state is its own.
+ * `session/update` notifications are folded in by the pure `observeUpdate`.
+ */
+import type { ToolCallState } from "../plugin.ts";
+import { REPLY_TEXT_BYTES } from "../run.ts";
+import type { Snapshot } from "../snapshot.ts";
+import { capUtf8 } from "../text.ts";
+import { idKey, isObject, type JsonObject, type JsonRpcId, stringField } from "./jsonrpc.ts";
+
+/** Update kinds that show the agent is producing something (besides message text). */
+export const ACTIVITY_KINDS: ReadonlySet<string> = new Set([
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+]);
+
+/** One running turn. */
+export interface Turn {
+  readonly sessionId: string;
+  /** Per-session turn counter, from 1. */
+  readonly turn: number;
+  /** The client's `session/prompt` request id. */
+  readonly requestId: JsonRpcId;
+  /** The prompt request's bytes as the client sent them (a retry resends these). */
+  readonly promptLine: Uint8Array;
+  /** The prompt request's `params._meta`, if any. */
+  readonly promptMeta: unknown;
+  readonly startedAt: number;
+  /** The profile's logs as they were when the turn started. */
+  readonly snapshot: Snapshot;
+  /** Characters of `agent_message_chunk` text streamed. */
+  chars: number;
+  /** Other output updates streamed (thoughts, tool calls, plans, non-text chunks). */
+  activity: number;
+  /** Message text kept (bounded: see `turnText`). */
+  textParts: string[];
+  textKept: number;
+  /** Tool calls merged by `toolCallId`, in order of first appearance. */
+  toolCalls: Map<string, ToolCallState>;
+  /** The client sent `session/cancel` (or turnguard did, on timeout). */
+  cancelled: boolean;
+  /** When the agent last showed life in this session (ms). */
+  lastActivityAt: number;
+}
+
+/** What a turn starts from. */
+export interface TurnStart {
+  sessionId: string;
+  requestId: JsonRpcId;
+  promptLine: Uint8Array;
+  promptMeta: unknown;
+  startedAt: number;
+  snapshot: Snapshot;
+}
+
+/** A fresh turn's state. */
+export function newTurn(start: TurnStart, turn: number): Turn {
+  return {
+    ...start,
+    turn,
+    chars: 0,
+    activity: 0,
+    textParts: [],
+    textKept: 0,
+    toolCalls: new Map(),
+    cancelled: false,
+    lastActivityAt: start.startedAt,
+  };
+}
+
+/** Folds one `session/update`'s `update` object into the turn. */
+export function observeUpdate(turn: Turn, update: unknown, now: number): void {
+  if (!isObject(update)) return;
+  const kind = stringField(update, "sessionUpdate");
+  if (kind === null) return;
+  turn.lastActivityAt = now;
+  if (!ACTIVITY_KINDS.has(kind)) return;
+  if (kind === "agent_message_chunk") {
+    const text = textOf(update.content);
+    if (text === null) turn.activity++;
+    else addText(turn, text);
+    return;
+  }
+  turn.activity++;
+  if (kind === "tool_call" || kind === "tool_call_update") mergeToolCall(turn.toolCalls, update);
+}
+
+function textOf(content: unknown): string | null {
+  if (!isObject(content) || content.type !== "text") return null;
+  return typeof content.text === "string" ? content.text : null;
+}
+
+function addText(turn: Turn, text: string): void {
+  turn.chars += text.length;
+  // Every UTF-16 unit is at least one byte, so this keeps at least REPLY_TEXT_BYTES of text.
+  if (turn.textKept >= REPLY_TEXT_BYTES || text.length === 0) return;
+  turn.textParts.push(text);
+  turn.textKept += text.length;
+}
+
+/**
+ * Joins a tool call's updates by `toolCallId`: a later update replaces every field it
+ * carries and keeps the others.
+ */
+export function mergeToolCall(calls: Map<string, ToolCallState>, update: JsonObject): void {
+  const toolCallId = stringField(update, "toolCallId");
+  if (toolCallId === null) return;
+  const { sessionUpdate: _kind, ...fields } = update;
+  const prev = calls.get(toolCallId);
+  calls.set(toolCallId, { ...prev, ...fields, toolCallId } as ToolCallState);
+}
+
+/** The turn's message text, at most REPLY_TEXT_BYTES of UTF-8, cut on a character. */
+export function turnText(turn: Turn): string {
+  return capUtf8(turn.textParts.join(""), REPLY_TEXT_BYTES);
+}
+
+/** Everything streamed, for `decide`'s `output`: message characters plus other updates. */
+export function streamed(turn: Turn): number {
+  return turn.chars + turn.activity;
+}
+
+/** The running turns of every session on one agent connection. */
+export class Turns {
+  #counters = new Map<string, number>();
+  #bySession = new Map<string, Turn>();
+  #byRequest = new Map<string, Turn>();
+
+  /** Starts a turn for a `session/prompt` request. */
+  start(start: TurnStart): Turn {
+    const n = (this.#counters.get(start.sessionId) ?? 0) + 1;
+    this.#counters.set(start.sessionId, n);
+    const turn = newTurn(start, n);
+    this.#bySession.set(start.sessionId, turn);
+    this.#byRequest.set(idKey(start.requestId), turn);
+    return turn;
+  }
+
+  /** The turn running in a session (the newest, should a client overlap prompts). */
+  forSession(sessionId: string): Turn | undefined {
+    return this.#bySession.get(sessionId);
+  }
+
+  /** The turn a `session/prompt` request started. */
+  forRequest(id: JsonRpcId): Turn | undefined {
+    return this.#byRequest.get(idKey(id));
+  }
+
+  /** Forgets an ended turn. */
+  end(turn: Turn): void {
+    this.#byRequest.delete(idKey(turn.requestId));
+    if (this.#bySession.get(turn.sessionId) === turn) this.#bySession.delete(turn.sessionId);
+  }
+
+  /** Number of running turns. */
+  get size(): number {
+    return this.#byRequest.size;
+  }
+
+  /** Every running turn. */
+  all(): Turn[] {
+    return [...this.#byRequest.values()];
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * `turnguard explain [--agent NAME] [--config PATH] [--kind K] [--json] TEXT|-`: for one
+ * input, which anchors were tried in which order, what each said, and why the winner won.
+ * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
+ */
+import { readFileSync } from "node:fs";
+import { classify } from "../classify.ts";
+import { UsageError } from "../errors.ts";
+import { explain, type Explanation } from "../explain.ts";
+import { inputText } from "../anchors.ts";
+import type { RetryHint } from "../outcome.ts";
+import { loadRegistry } from "../registry.ts";
+import { envRecord, parseOptions } from "./args.ts";
+import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS } from "./scan.ts";
+
+/** The explanation as text, one line per anchor. */
+export function formatExplanation(
+  e: Explanation,
+  classified: { category: string; retry: RetryHint } | null,
+): string {
+  const out = [`input (${e.input.kind}): ${inputText(e.input)}`];
+  const tried = e.trials.filter((t) => t.order !== null);
+  out.push(`tried ${tried.length} anchor(s), highest priority first, then load order:`);
+  for (const t of tried) {
+    const what = t.result === "matched"
+      ? `matched: ${t.hit!.cause}${t.hit!.category ? ` [${t.hit!.category}]` : ""}`
+      : t.result === "failed"
+      ? `failed: ${t.note}`
+      : "no match";
+    const origin = t.anchor.origin ? `  ${t.anchor.origin}` : "";
+    out.push(`  ${t.order}. ${t.anchor.id}  priority ${t.anchor.priority}${origin}  ${what}`);
+  }
+  const skipped = e.trials.filter((t) => t.order === null);
+  if (skipped.length > 0) {
+    out.push(
+      `not tried (they do not read ${e.input.kind} inputs): ${
+        skipped.map((t) => t.anchor.id).join(", ")
+      }`,
+    );
+  }
+  out.push(`winner: ${e.winner ? e.winner.anchor.id : "none"} — ${e.why}`);
+  if (e.winner && classified) {
+    out.push(`cause: ${e.winner.hit.cause}`);
+    out.push(`category: ${classified.category}`);
+    const r = classified.retry;
+    const when = r.afterMs !== null ? ` (afterMs ${r.afterMs}, at ${r.at})` : "";
+    out.push(`retry: ${r.reason}${when}`);
+  }
+  return out.join("\n") + "\n";
+}
+
+/** Runs `turnguard explain ARGS` and returns the exit code. */
+export async function explainCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseOptions("explain", argv, SCAN_OPTIONS, true);
+  if (positionals.length !== 1) {
+    throw new UsageError("explain: give exactly one input: the text itself, or - for stdin");
+  }
+  const kind = parseKind(values.kind);
+  const raw = positionals[0] === "-" ? readFileSync(0, "utf8") : positionals[0];
+  const text = raw.replace(/\r?\n$/, "");
+  const registry = await loadRegistry({
+    configFlag: values.config,
+    env: envRecord(),
+    cwd: process.cwd(),
+  });
+  const anchors = commandAnchors(registry, values.agent);
+  const e = explain(anchors, lineInput(text, kind));
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const diagnostics = [...e.diagnostics];
+  const classified = e.winner
+    ? classify(e.winner.hit.cause, e.winner.hit, textAnchors, Date.now(), diagnostics)
+    : null;
+  if (values.json) {
+    process.stdout.write(
+      JSON.stringify({
+        input: e.input,
+        tried: e.trials.map((t) => ({
+          order: t.order,
+          anchor: t.anchor.id,
+          priority: t.anchor.priority,
+          origin: t.anchor.origin ?? null,
+          result: t.result,
+          hit: t.hit,
+          note: t.note,
+        })),
+        winner: e.winner?.anchor.id ?? null,
+        why: e.why,
+        cause: e.winner?.hit.cause ?? null,
+        category: classified?.category ?? null,
+        retry: classified?.retry ?? null,
+        diagnostics,
+      }) + "\n",
+    );
+  } else {
+    process.stdout.write(formatExplanation(e, classified));
+    for (const d of diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+  }
+  return e.winner ? 0 : 1;
+}

@@ -1,0 +1,76 @@
+/**
+ * The journal and retry flags `turnguard run` and `turnguard proxy` share: `--journal`,
+ * `--name`, `--retries`, `--retry-max-wait`, turned into a recorder and its retry waits.
+ */
+import { UsageError } from "../errors.ts";
+import { journalPath, JournalWriter } from "../journal.ts";
+import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry_policy.ts";
+import { RetryWaits } from "../retry_waits.ts";
+import { TurnRecorder } from "../turn_recorder.ts";
+import { type OptionSpec, parseSeconds } from "./args.ts";
+
+/** The flags, for a subcommand's options table. */
+export const JOURNAL_OPTIONS = {
+  journal: { type: "string" },
+  name: { type: "string" },
+  retries: { type: "string" },
+  "retry-max-wait": { type: "string" },
+} satisfies OptionSpec;
+
+/** The parsed values of JOURNAL_OPTIONS. */
+export interface JournalFlagValues {
+  journal?: string;
+  name?: string;
+  retries?: string;
+  "retry-max-wait"?: string;
+}
+
+/** The most retries `--retries` accepts. */
+export const MAX_RETRIES = 100;
+
+/** Parses `--retries N` and `--retry-max-wait S`. */
+export function parseRetryPolicy(values: JournalFlagValues): RetryPolicy {
+  const raw = values.retries;
+  let retries = 0;
+  if (raw !== undefined) {
+    if (!/^\d+$/.test(raw) || Number(raw) > MAX_RETRIES) {
+      throw new UsageError(
+        `--retries: expected a whole number from 0 to ${MAX_RETRIES}, got "${raw}"`,
+      );
+    }
+    retries = Number(raw);
+  }
+  const maxWait = parseSeconds("--retry-max-wait", values["retry-max-wait"]) ??
+    DEFAULT_RETRY_MAX_WAIT_S;
+  return { retries, maxWaitMs: Math.round(maxWait * 1000) };
+}
+
+/** What a mode needs to journal its turns and carry out retries. */
+export interface TurnJournaling {
+  recorder: TurnRecorder;
+  waits: RetryWaits;
+  /** The journal's path. */
+  path: string;
+}
+
+/** Builds the recorder from the flags; `agent` names the session when `--name` is not given. */
+export function turnJournaling(
+  values: JournalFlagValues,
+  env: Record<string, string | undefined>,
+  cwd: string,
+  agent: string,
+  warn: (line: string) => void,
+): TurnJournaling {
+  if (values.name !== undefined && values.name.trim() === "") {
+    throw new UsageError("--name: expected a non-empty name");
+  }
+  const policy = parseRetryPolicy(values);
+  const path = journalPath(values.journal, env, cwd);
+  const recorder = new TurnRecorder({
+    journal: new JournalWriter({ path }),
+    name: values.name ?? agent,
+    policy,
+    onJournalError: (message) => warn(`turnguard: ${message}`),
+  });
+  return { recorder, waits: new RetryWaits(), path };
+}

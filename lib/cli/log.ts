@@ -1,0 +1,64 @@
+/**
+ * `turnguard log [NAME|SESSION] [--limit N] [--json]`: the recent turns, one line each
+ * with status, category, duration and retry, for people; one JSON row each with --json.
+ */
+import { TurnguardError, UsageError } from "../errors.ts";
+import { journalPath, readJournal } from "../journal.ts";
+import { formatLog, logRow } from "../turn_report.ts";
+import { foldRecords, recentTurns, type TurnView } from "../turn_state.ts";
+import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
+import { WAIT_EXIT } from "./wait.ts";
+
+/** Turns listed when --limit is not given. */
+export const DEFAULT_LOG_LIMIT = 20;
+
+/** The flags `turnguard log` accepts. */
+export const LOG_OPTIONS = {
+  limit: { type: "string", short: "n" },
+  json: { type: "boolean" },
+  journal: { type: "string" },
+} satisfies OptionSpec;
+
+/** Runs `turnguard log ARGS` and returns the exit code. */
+export function logCommand(argv: string[]): number {
+  const { values, positionals } = parseOptions("log", argv, LOG_OPTIONS, true);
+  if (positionals.length > 1) {
+    throw new UsageError(`log: expected at most one NAME or SESSION, got ${positionals.length}`);
+  }
+  let limit = DEFAULT_LOG_LIMIT;
+  if (values.limit !== undefined) {
+    if (!/^[1-9]\d*$/.test(values.limit)) {
+      throw new UsageError(`--limit: expected a positive whole number, got "${values.limit}"`);
+    }
+    limit = Number(values.limit);
+  }
+  const target = positionals[0];
+  const path = journalPath(values.journal, envRecord(), process.cwd());
+  const read = readJournal(path);
+  for (const d of read.diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+  const state = foldRecords(read.records);
+  let turns: TurnView[];
+  if (target === undefined) {
+    turns = recentTurns(state, limit);
+  } else {
+    // A session id names one session; a name covers every session that carries it.
+    const exact = state.sessions.get(target);
+    const sessions = exact
+      ? [exact]
+      : [...state.sessions.values()].filter((s) => s.name === target);
+    if (sessions.length === 0) {
+      throw new TurnguardError(
+        `log: no such session or name "${target}" in the journal ${path}`,
+        WAIT_EXIT.noSession,
+      );
+    }
+    turns = sessions.flatMap((s) => recentTurns(state, limit, s)).sort((a, b) => a.seq - b.seq)
+      .slice(-limit);
+  }
+  if (values.json) {
+    process.stdout.write(turns.map((t) => JSON.stringify(logRow(t)) + "\n").join(""));
+  } else {
+    process.stdout.write(formatLog(turns));
+  }
+  return 0;
+}

@@ -1,0 +1,98 @@
+/** `turnguard proxy`: the command-line shell around lib/proxy.ts. */
+import { closeSync, openSync, writeSync } from "node:fs";
+import { resolve } from "node:path";
+import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
+import { UsageError } from "../errors.ts";
+import type { Outcome } from "../outcome.ts";
+import { DEFAULT_GRACE_MS, runProxy } from "../proxy.ts";
+import { PUBLISH_OPTIONS } from "../publish/flags.ts";
+import { proxyPublishHooks } from "../publish/hooks.ts";
+import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
+import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
+
+/** The flags `turnguard proxy` accepts. */
+export const PROXY_OPTIONS = {
+  agent: { type: "string" },
+  config: { type: "string" },
+  "outcome-file": { type: "string" },
+  "turn-timeout": { type: "string" },
+  "rewrite-errors": { type: "boolean" },
+  "max-line-bytes": { type: "string" },
+  grace: { type: "string" },
+  verbose: { type: "boolean", short: "v" },
+  ...PUBLISH_OPTIONS,
+} satisfies OptionSpec;
+
+/** Parses `--max-line-bytes`: a whole number of bytes, at least 1. */
+export function parseByteCount(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new UsageError(`${flag}: expected a whole number of bytes (at least 1), got "${value}"`);
+  }
+  return n;
+}
+
+/**
+ * Opens the outcome file for appending. Each Outcome is one `write` of one line, so
+ * several proxies can share the file.
+ */
+export function openOutcomeFile(path: string): { append: (o: Outcome) => void; close: () => void } {
+  let fd: number;
+  try {
+    fd = openSync(path, "a");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "error";
+    throw new UsageError(`--outcome-file ${path}: cannot open for appending (${code})`);
+  }
+  return {
+    append: (outcome) => void writeSync(fd, JSON.stringify(outcome) + "\n"),
+    close: () => closeSync(fd),
+  };
+}
+
+/** Runs `turnguard proxy ARGS` and returns the exit code. */
+export async function proxyCommand(argv: string[]): Promise<number> {
+  const { own, command } = splitCommand(argv, PROXY_OPTIONS);
+  const { values } = parseOptions("proxy", own, PROXY_OPTIONS);
+  if (command.length === 0) {
+    throw new UsageError(
+      "proxy: missing the agent command (turnguard proxy [OPTIONS] -- AGENT_CMD [ARGS...])",
+    );
+  }
+  const timeout = parseSeconds("--turn-timeout", values["turn-timeout"]);
+  if (timeout === 0) throw new UsageError(`--turn-timeout: must be more than 0 seconds`);
+  const grace = parseSeconds("--grace", values.grace);
+  const limit = parseByteCount("--max-line-bytes", values["max-line-bytes"]);
+  const env = envRecord();
+  const cwd = process.cwd();
+  const registry = await loadRegistry({ configFlag: values.config, env, cwd });
+  const profile = selectProfile(registry, values.agent, command[0]);
+  const hooks = proxyPublishHooks({ values, profile, detectors: registry.detectors, env, cwd });
+  const outcomes = values["outcome-file"]
+    ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
+    : null;
+  try {
+    const result = await runProxy({
+      command: command[0],
+      args: command.slice(1),
+      profile,
+      anchors: profileAnchors(registry.anchors, profile),
+      env,
+      input: process.stdin,
+      output: process.stdout,
+      stderr: process.stderr,
+      inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
+      turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
+      graceMs: grace !== undefined ? grace * 1000 : DEFAULT_GRACE_MS,
+      rewriteErrors: values["rewrite-errors"] === true,
+      onOutcome: outcomes?.append,
+      verbose: values.verbose === true,
+      hooks,
+    });
+    if (result.spawnError) process.stderr.write(`turnguard: proxy: ${result.spawnError}\n`);
+    return result.exitCode;
+  } finally {
+    outcomes?.close();
+  }
+}

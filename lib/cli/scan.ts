@@ -1,0 +1,197 @@
+/**
+ * `turnguard scan [--agent NAME] [--config PATH] [--kind K] [--json] FILE...|-`: runs the
+ * anchors over whole files (or stdin), line by line, and prints every finding — anchor,
+ * category, retry hint, file:line and cause — then the line a turn would report (the
+ * matcher's winner over the whole file). For plugin authors testing against their own logs.
+ * Exit 0 when something was found, 1 when nothing was, 2 on a usage or config error.
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { findCause } from "../anchors.ts";
+import { classify } from "../classify.ts";
+import { UsageError } from "../errors.ts";
+import type { RetryHint } from "../outcome.ts";
+import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
+import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
+import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
+
+/** How the lines of a file are read as anchor inputs. */
+export const INPUT_KINDS = ["auto", "log", "text", "error"] as const;
+export type InputKind = (typeof INPUT_KINDS)[number];
+
+/** The flags `scan` and `explain` share. */
+export const SCAN_OPTIONS = {
+  agent: { type: "string" },
+  config: { type: "string" },
+  kind: { type: "string" },
+  json: { type: "boolean" },
+} satisfies OptionSpec;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A JSON-RPC error object: `{code, message, data?}`. */
+function asError(value: unknown): Extract<AnchorInput, { kind: "error" }>["error"] | null {
+  if (!isRecord(value) || !("message" in value)) return null;
+  return { code: value.code ?? null, message: value.message, data: value.data };
+}
+
+/**
+ * Reads one line as an anchor input. `auto`: a JSON-RPC response with `error` (or a bare
+ * `{code, message}` error) is an error input, a `session/update` agent message chunk is a
+ * text input, anything else a log line.
+ */
+export function lineInput(line: string, kind: InputKind): AnchorInput {
+  if (kind === "log") return { kind: "log", line };
+  if (kind === "text") return { kind: "text", text: line };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    if (kind === "error") return { kind: "error", error: { code: null, message: line } };
+    return { kind: "log", line };
+  }
+  const error = asError(isRecord(parsed) && "error" in parsed ? parsed.error : parsed);
+  if (error) return { kind: "error", error };
+  if (kind === "error") return { kind: "error", error: { code: null, message: line } };
+  const update = isRecord(parsed) && isRecord(parsed.params) ? parsed.params.update : undefined;
+  if (
+    isRecord(update) && update.sessionUpdate === "agent_message_chunk" &&
+    isRecord(update.content) && typeof update.content.text === "string"
+  ) {
+    return { kind: "text", text: update.content.text };
+  }
+  return { kind: "log", line };
+}
+
+/** Parses `--kind`. */
+export function parseKind(value: string | undefined): InputKind {
+  if (value === undefined) return "auto";
+  if ((INPUT_KINDS as readonly string[]).includes(value)) return value as InputKind;
+  throw new UsageError(`--kind ${value}: expected one of ${INPUT_KINDS.join(", ")}`);
+}
+
+/** The anchors a command uses: the profile's with `--agent`, else every anchor. */
+export function commandAnchors(registry: Registry, agent: string | undefined): LoadedAnchor[] {
+  if (agent === undefined) return registry.anchors;
+  const profile = registry.profiles.get(agent);
+  if (!profile) {
+    const known = [...registry.profiles.keys()].join(", ") || "none";
+    throw new UsageError(`--agent ${agent}: no such agent profile (known: ${known})`);
+  }
+  return profileAnchors(registry.anchors, profile);
+}
+
+/** One finding as `scan --json` prints it. */
+export interface ScanFinding {
+  file: string;
+  line: number;
+  kind: AnchorInput["kind"];
+  anchor: string;
+  origin: string | null;
+  category: string;
+  code: number | string | null;
+  retry: RetryHint;
+  cause: string;
+}
+
+/** What scanning one file's lines found: every finding, and the line a turn would report. */
+export interface FileScan {
+  findings: ScanFinding[];
+  /** The matcher's winner over all the file's lines (the turn's cause); null: none. */
+  turnCause: { line: number; anchor: string } | null;
+  diagnostics: string[];
+}
+
+/** Scans the lines of one text with `anchors`; pure but for the anchors' own code. */
+export function scanText(
+  file: string,
+  text: string,
+  anchors: readonly LoadedAnchor[],
+  kind: InputKind,
+  now: number,
+): FileScan {
+  const diagnostics: string[] = [];
+  const lines = text.split(/\r?\n/);
+  const numbered = lines
+    .map((line, i) => ({ line, number: i + 1 }))
+    .filter(({ line }) => line.trim() !== "");
+  const inputs = numbered.map(({ line }) => lineInput(line, kind));
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const findings: ScanFinding[] = [];
+  inputs.forEach((input, i) => {
+    const found = findCause(anchors, [input]);
+    diagnostics.push(...found.diagnostics);
+    if (!found.finding) return;
+    const { hit, anchor } = found.finding;
+    const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+    findings.push({
+      file,
+      line: numbered[i].number,
+      kind: input.kind,
+      anchor: anchor.id,
+      origin: anchor.origin ?? null,
+      category,
+      code: hit.code ?? null,
+      retry,
+      cause: hit.cause,
+    });
+  });
+  const whole = findCause(anchors, inputs);
+  const turnCause = whole.finding
+    ? { line: numbered[whole.finding.index].number, anchor: whole.finding.anchor.id }
+    : null;
+  return { findings, turnCause, diagnostics: [...new Set(diagnostics)] };
+}
+
+/** One finding as a line of text. */
+export function formatFinding(f: ScanFinding): string {
+  const code = f.code !== null ? `, code ${f.code}` : "";
+  return `${f.file}:${f.line}: ${f.anchor} [${f.category}${code}; ${f.retry.reason}] ${f.cause}`;
+}
+
+function readSource(path: string, cwd: string): { label: string; text: string } {
+  if (path === "-") return { label: "<stdin>", text: readFileSync(0, "utf8") };
+  try {
+    return { label: path, text: readFileSync(resolve(cwd, path), "utf8") };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "error";
+    throw new UsageError(`scan: cannot read ${path} (${code})`);
+  }
+}
+
+/** Runs `turnguard scan ARGS` and returns the exit code. */
+export async function scanCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseOptions("scan", argv, SCAN_OPTIONS, true);
+  if (positionals.length === 0) {
+    throw new UsageError("scan: name at least one FILE, or - for stdin");
+  }
+  const kind = parseKind(values.kind);
+  const cwd = process.cwd();
+  const sources = positionals.map((p) => readSource(p, cwd));
+  const registry = await loadRegistry({ configFlag: values.config, env: envRecord(), cwd });
+  const anchors = commandAnchors(registry, values.agent);
+  const now = Date.now();
+  const scans = sources.map((s) => scanText(s.label, s.text, anchors, kind, now));
+  const findings = scans.flatMap((s) => s.findings);
+  const diagnostics = [...new Set(scans.flatMap((s) => s.diagnostics))];
+  if (values.json) {
+    const causes = scans.flatMap((s, i) =>
+      s.turnCause ? [{ file: sources[i].label, ...s.turnCause }] : []
+    );
+    process.stdout.write(JSON.stringify({ findings, causes, diagnostics }) + "\n");
+  } else {
+    for (const f of findings) process.stdout.write(formatFinding(f) + "\n");
+    scans.forEach((s, i) => {
+      if (s.turnCause) {
+        process.stdout.write(
+          `${sources[i].label}: a turn would report line ${s.turnCause.line} (${s.turnCause.anchor})\n`,
+        );
+      }
+    });
+    for (const d of diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+    if (findings.length === 0) process.stderr.write("turnguard: scan: no anchor matched\n");
+  }
+  return findings.length > 0 ? 0 : 1;
+}

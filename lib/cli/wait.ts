@@ -1,0 +1,150 @@
+/**
+ * `turnguard wait [NAME|SESSION] [--print] [--json] [--timeout S]`: waits until the latest
+ * turn of a session has ended and its retry decision is known, then reports it — a failed
+ * turn with its own error, its own partial reply and the retry that waits, never the reply
+ * of the turn before it.
+ */
+import { EXIT, TurnguardError, UsageError } from "../errors.ts";
+import { journalPath, type JournalRead, JournalReader } from "../journal.ts";
+import { type ChangeSignal, JournalWatch } from "../journal_watch.ts";
+import { printReport, replyNote, stateLine, waitRow } from "../turn_report.ts";
+import {
+  emptyState,
+  findSession,
+  foldRecords,
+  type JournalState,
+  latestTurn,
+  type TurnView,
+  verdict,
+} from "../turn_state.ts";
+import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
+
+/** The exit codes of `turnguard wait`. */
+export const WAIT_EXIT = {
+  ok: 0,
+  failed: EXIT.failed,
+  usage: EXIT.usage,
+  timedOut: 3,
+  noSession: 4,
+} as const;
+
+/** A failed turn whose retry decision is missing is held this long, then reported. */
+export const PENDING_HOLD_MS = 5_000;
+/** Re-read at least this often, changes or not. */
+export const TICK_MS = 1_000;
+
+/** The flags `turnguard wait` accepts. */
+export const WAIT_OPTIONS = {
+  print: { type: "boolean" },
+  json: { type: "boolean" },
+  timeout: { type: "string" },
+  journal: { type: "string" },
+} satisfies OptionSpec;
+
+/** How waiting ended. */
+export type WaitResult =
+  | { kind: "done"; turn: TurnView }
+  | { kind: "timeout"; turn: TurnView }
+  | { kind: "none" };
+
+/** What the waiting loop needs from the world. */
+export interface WaitDeps {
+  read(): JournalRead;
+  changes: ChangeSignal;
+  now(): number;
+  /** Told about each skipped line once. */
+  diagnostic(line: string): void;
+}
+
+/**
+ * Reads and folds the journal until the target's latest turn is done (or its missing
+ * decision was held PENDING_HOLD_MS), the timeout passes, or no such session exists.
+ */
+export async function waitForTurn(
+  target: string | undefined,
+  timeoutMs: number | null,
+  deps: WaitDeps,
+): Promise<WaitResult> {
+  const deadline = timeoutMs === null ? Infinity : deps.now() + timeoutMs;
+  let state: JournalState = emptyState();
+  const pendingSince = new Map<string, number>();
+  const told = new Set<string>();
+  for (;;) {
+    const read = deps.read();
+    if (read.reset) state = emptyState();
+    foldRecords(read.records, state);
+    for (const d of read.diagnostics) {
+      if (!told.has(d)) told.add(d), deps.diagnostic(d);
+    }
+    const session = findSession(state, target);
+    if (!session) return { kind: "none" };
+    const turn = latestTurn(session);
+    const v = verdict(turn);
+    const now = deps.now();
+    let wakeIn = TICK_MS;
+    if (v.kind === "done") return { kind: "done", turn };
+    if (v.kind === "pending") {
+      const key = `${turn.session}\n${turn.turn}\n${turn.endedAttempt}`;
+      const since = pendingSince.get(key) ?? now;
+      pendingSince.set(key, since);
+      if (now - since >= PENDING_HOLD_MS) return { kind: "done", turn };
+      wakeIn = Math.min(wakeIn, since + PENDING_HOLD_MS - now);
+    }
+    if (now >= deadline) return { kind: "timeout", turn };
+    await deps.changes.next(Math.min(wakeIn, deadline - now));
+  }
+}
+
+/** Runs `turnguard wait ARGS` and returns the exit code. */
+export async function waitCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseOptions("wait", argv, WAIT_OPTIONS, true);
+  if (positionals.length > 1) {
+    throw new UsageError(`wait: expected at most one NAME or SESSION, got ${positionals.length}`);
+  }
+  if (values.print && values.json) {
+    throw new UsageError("wait: --print and --json exclude each other");
+  }
+  const timeout = parseSeconds("--timeout", values.timeout);
+  const target = positionals[0];
+  const path = journalPath(values.journal, envRecord(), process.cwd());
+  const reader = new JournalReader(path);
+  const changes = new JournalWatch(path);
+  let result: WaitResult;
+  try {
+    result = await waitForTurn(target, timeout === undefined ? null : timeout * 1000, {
+      read: () => reader.read(),
+      changes,
+      now: Date.now,
+      diagnostic: (d) => void process.stderr.write(`turnguard: ${d}\n`),
+    });
+  } finally {
+    changes.close();
+  }
+  if (result.kind === "none") {
+    throw new TurnguardError(
+      target === undefined
+        ? `wait: no session in the journal ${path}`
+        : `wait: no such session or name "${target}" in the journal ${path}`,
+      WAIT_EXIT.noSession,
+    );
+  }
+  const { turn } = result;
+  if (result.kind === "timeout") {
+    process.stderr.write(
+      `turnguard: wait: timed out after ${values.timeout}s; ${turn.name} turn ${turn.turn} ` +
+        `(session ${turn.session}) has not finished\n`,
+    );
+    return WAIT_EXIT.timedOut;
+  }
+  const failed = turn.outcome?.status === "failed";
+  if (values.json) {
+    process.stdout.write(JSON.stringify(waitRow(turn)) + "\n");
+  } else if (values.print) {
+    process.stdout.write(printReport(turn, target ?? turn.name, Date.now()));
+    const note = replyNote(turn.outcome);
+    if (note) process.stderr.write(`turnguard: ${note}\n`);
+  } else {
+    process.stdout.write(stateLine(turn) + "\n");
+  }
+  return failed ? WAIT_EXIT.failed : WAIT_EXIT.ok;
+}

@@ -1,0 +1,204 @@
+/**
+ * The plugin host: every user code plugin runs in a worker thread of its own, so a plugin
+ * that throws, loops or runs long while a turn is decided costs at most its time budget and
+ * never the turn's outcome. Calls are synchronous for the caller (the pure matcher stays
+ * synchronous): the main thread posts the call and blocks on a shared buffer until the
+ * worker answers or the budget runs out; then the worker is terminated, a diagnostic is
+ * raised (as a throw the matcher turns into one), and a fresh worker is started for the next
+ * turn. Built-in packs and declarative anchors never come here: they run in-process.
+ */
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import workerSource from "./plugin_worker.js" with { type: "text" };
+
+/** Default time user code plugins may take, per plugin file, to decide one turn. */
+export const DEFAULT_PLUGIN_BUDGET_MS = 2000;
+/** How long a plugin module may take to import at start-up. */
+export const PLUGIN_LOAD_TIMEOUT_MS = 10_000;
+/** Largest JSON answer a plugin call may give. */
+export const MAX_RESULT_BYTES = 64 * 1024;
+
+/** Marks a function in the picture of a plugin's export (see lib/plugin_worker.js). */
+export const FUNCTION_MARK = "$turnguard:function";
+
+const REPLY = 0;
+const LENGTH = 1;
+const READY = 2;
+const HEADER_BYTES = 16;
+
+/** A key path into a plugin's default export (`["anchors", 0, "match"]`). */
+export type ExportPath = ReadonlyArray<string | number>;
+
+/** What a worker says once its module is imported. */
+type LoadMessage = { op: "loaded"; shape: unknown } | { op: "failed"; message: string };
+
+/** The spend of one turn: which synchronous run of calls it is and what it used. */
+interface Batch {
+  spentMs: number;
+  stopped: boolean;
+}
+
+/** The monotonic clock the budget is measured with (tests may pass their own). */
+export type Clock = () => number;
+
+/**
+ * One plugin file's worker. `load()` imports the module once at start-up and returns a
+ * picture of its export; `call()` runs one of its functions under the per-turn budget.
+ */
+export class PluginWorker {
+  readonly path: string;
+  readonly budgetMs: number;
+  #clock: Clock;
+  #worker: Worker | null = null;
+  #ctrl: Int32Array<ArrayBufferLike> = new Int32Array(0);
+  #buffer: SharedArrayBuffer | null = null;
+  #batch: Batch | null = null;
+  #closed = false;
+
+  constructor(path: string, budgetMs: number = DEFAULT_PLUGIN_BUDGET_MS, clock?: Clock) {
+    this.path = path;
+    this.budgetMs = budgetMs;
+    this.#clock = clock ?? (() => performance.now());
+  }
+
+  /** Starts the worker and imports the module; resolves to the picture of its export. */
+  load(timeoutMs: number = PLUGIN_LOAD_TIMEOUT_MS): Promise<unknown> {
+    const worker = this.#start();
+    return new Promise((resolve, reject) => {
+      const done = (fn: () => void) => {
+        clearTimeout(timer);
+        worker.off("message", onMessage);
+        worker.off("error", onError);
+        worker.off("exit", onExit);
+        fn();
+      };
+      const onMessage = (m: LoadMessage) => {
+        if (m.op === "loaded") done(() => resolve(m.shape));
+        else done(() => reject(new Error(m.message)));
+      };
+      const onError = (err: Error) => done(() => reject(err));
+      const onExit = (code: number) =>
+        done(() => reject(new Error(`its worker exited with code ${code} while loading`)));
+      const timer = setTimeout(() => {
+        this.#stop();
+        done(() => reject(new Error(`did not finish loading within ${timeoutMs} ms`)));
+      }, timeoutMs);
+      worker.on("message", onMessage);
+      worker.on("error", onError);
+      worker.on("exit", onExit);
+    });
+  }
+
+  /**
+   * Calls the function at `path` in the plugin's export with `arg` and returns its answer.
+   * Throws the plugin's own error, or a budget error when this turn's budget ran out (the
+   * worker is then stopped and restarted for the next turn). After a budget error, the
+   * plugin's further calls in the same turn answer null without running.
+   */
+  call(path: ExportPath, arg: unknown): unknown {
+    if (this.#closed) throw new Error("the plugin host is closed");
+    const batch = this.#currentBatch();
+    if (batch.stopped) return null;
+    const remaining = this.budgetMs - batch.spentMs;
+    if (remaining <= 0) {
+      batch.stopped = true;
+      throw new Error(
+        `used up its ${this.budgetMs} ms budget for this turn; its other calls were skipped`,
+      );
+    }
+    const worker = this.#worker ?? this.#start();
+    Atomics.store(this.#ctrl, REPLY, 0);
+    worker.postMessage({ op: "call", path, arg });
+    const started = this.#clock();
+    let answered = false;
+    for (;;) {
+      const left = remaining - (this.#clock() - started);
+      if (left <= 0) break;
+      Atomics.wait(this.#ctrl, REPLY, 0, left);
+      if (Atomics.load(this.#ctrl, REPLY) === 1) {
+        answered = true;
+        break;
+      }
+    }
+    batch.spentMs += this.#clock() - started;
+    if (!answered) {
+      batch.stopped = true;
+      this.#stop();
+      throw new Error(
+        `ran longer than its ${this.budgetMs} ms budget for this turn; it was stopped ` +
+          `(and is restarted for the next turn)`,
+      );
+    }
+    const length = Atomics.load(this.#ctrl, LENGTH);
+    const bytes = new Uint8Array(this.#buffer!, HEADER_BYTES, length).slice();
+    const result = JSON.parse(new TextDecoder().decode(bytes)) as { ok?: unknown; threw?: string };
+    if (result.threw !== undefined) throw new Error(result.threw);
+    return result.ok ?? null;
+  }
+
+  /** Stops the worker for good. */
+  close(): void {
+    this.#closed = true;
+    this.#stop();
+  }
+
+  /** The turn's batch: one synchronous run of calls; it ends when the microtasks run. */
+  #currentBatch(): Batch {
+    if (this.#batch === null) {
+      const batch: Batch = { spentMs: 0, stopped: false };
+      this.#batch = batch;
+      queueMicrotask(() => {
+        if (this.#batch === batch) this.#batch = null;
+      });
+    }
+    return this.#batch;
+  }
+
+  #start(): Worker {
+    const buffer = new SharedArrayBuffer(HEADER_BYTES + MAX_RESULT_BYTES);
+    const worker = new Worker(workerSource, { eval: true });
+    worker.unref();
+    // A worker that dies is replaced on the next call; its error must not end turnguard.
+    worker.on("error", () => {});
+    worker.postMessage({ op: "load", url: pathToFileURL(this.path).href, sab: buffer });
+    this.#worker = worker;
+    this.#buffer = buffer;
+    this.#ctrl = new Int32Array(buffer, 0, HEADER_BYTES / 4);
+    return worker;
+  }
+
+  #stop(): void {
+    const worker = this.#worker;
+    this.#worker = null;
+    if (worker) void worker.terminate();
+  }
+
+  /** Whether the current worker has finished importing its module (for tests). */
+  get ready(): boolean {
+    return this.#worker !== null && Atomics.load(this.#ctrl, READY) === 1;
+  }
+}
+
+/**
+ * Rebuilds a plugin's export from its picture: every function mark becomes a function that
+ * calls the real one in the worker, so the export can be validated and used like an
+ * in-process module.
+ */
+export function reviveExport(
+  shape: unknown,
+  callAt: (path: ExportPath, arg: unknown) => unknown,
+  path: ExportPath = [],
+): unknown {
+  if (Array.isArray(shape)) return shape.map((item, i) => reviveExport(item, callAt, [...path, i]));
+  if (shape === null || typeof shape !== "object") return shape;
+  const record = shape as Record<string, unknown>;
+  if (record[FUNCTION_MARK] === true) {
+    const at = [...path];
+    return (arg: unknown) => callAt(at, arg);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record)) {
+    out[key] = reviveExport(value, callAt, [...path, key]);
+  }
+  return out;
+}

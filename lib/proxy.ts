@@ -1,0 +1,562 @@
+/**
+ * `turnguard proxy`: the imperative shell of the transparent ACP stdio proxy. Spawns the
+ * agent, passes every byte through in both directions (lines are split, never decoded,
+ * unless they can matter), tracks requests and turns, and answers each `session/prompt`
+ * with the turn's true outcome: the agent's own response when it is true, a rewritten one
+ * when the agent hid a failure, an error when the agent fell silent or died. The pure
+ * parts live in lib/acp/.
+ */
+import { Buffer } from "node:buffer";
+import { type ChildProcess, spawn } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
+import { errorText } from "./anchors.ts";
+import { concludeTurn, exitMessage, type TurnEnd } from "./acp/conclude.ts";
+import { encodeLine, idKey, type Message, parseMessage, sessionIdOf } from "./acp/jsonrpc.ts";
+import { DEFAULT_INSPECT_LIMIT, lineEnding, LineSplitter, type Segment } from "./acp/lines.ts";
+import { LineOutput } from "./acp/output.ts";
+import { errorResponse } from "./acp/rewrite.ts";
+import { PendingRequests } from "./acp/tracker.ts";
+import { observeUpdate, type Turn, Turns } from "./acp/turns.ts";
+import type { Profile } from "./config.ts";
+import { EXIT } from "./errors.ts";
+import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
+import type { LogFs } from "./logfs.ts";
+import type { Outcome } from "./outcome.ts";
+import type { LoadedAnchor } from "./plugin.ts";
+import { STDERR_TAIL_BYTES, Tail, waitForExit } from "./run.ts";
+import { forwardSignals, signalExitCode } from "./signals.ts";
+import { lastLines } from "./text.ts";
+
+/** Default grace periods: after EOF before SIGTERM (and again before SIGKILL), and after a
+ * timeout's `session/cancel` before the client is answered. */
+export const DEFAULT_GRACE_MS = 5000;
+
+/**
+ * Seams for features that plug into the proxy (publish fallback, journal, retries).
+ * `beforeRespond` runs after the turn is decided and before the response is forwarded;
+ * the response waits for it, and what it returns is merged into the Outcome.
+ */
+export interface TurnHooks {
+  /** A `session/prompt` started a turn. */
+  turnStarted?(turn: Turn): void;
+  /** The turn is decided; its response is held until this settles. */
+  beforeRespond?(turn: Turn, outcome: Outcome): Promise<Partial<Outcome> | void>;
+  /** The turn's final Outcome (after beforeRespond). */
+  turnEnded?(outcome: Outcome, turn: Turn): void;
+}
+
+/** The default: no hooks, so responses are forwarded without waiting. */
+export const NO_HOOKS: TurnHooks = {};
+
+/** How one proxy is wired to the world; tests pass their own streams and settings. */
+export interface ProxyOptions {
+  command: string;
+  args: string[];
+  profile: Profile;
+  /** Anchors that apply to the profile. */
+  anchors: readonly LoadedAnchor[];
+  env: Record<string, string | undefined>;
+  cwd?: string;
+  /** The client's side: its requests come in on `input`, the agent's bytes go to `output`. */
+  input: Readable;
+  output: Writable;
+  /** Where the agent's stderr (and turnguard's verbose lines) go. */
+  stderr: Writable;
+  /** Lines longer than this are passed through without being inspected. */
+  inspectLimit?: number;
+  /** `--turn-timeout`: a turn silent this long is cancelled and answered with an error. */
+  turnTimeoutMs?: number | null;
+  /** Grace periods (EOF → SIGTERM → SIGKILL; timeout cancel → answer). */
+  graceMs?: number;
+  /** `--rewrite-errors`. */
+  rewriteErrors?: boolean;
+  /** Receives each turn's Outcome. */
+  onOutcome?: (outcome: Outcome) => void;
+  hooks?: TurnHooks;
+  /** `--verbose`: turnguard's diagnostics, one line each. */
+  verbose?: boolean;
+  now?: () => number;
+  fs?: LogFs;
+  /** Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the agent (off in in-process tests). */
+  forwardSignals?: boolean;
+}
+
+/** How the proxy ended. */
+export interface ProxyResult {
+  /** The agent's exit status (128+N for signal N; 127/126 when it could not start). */
+  exitCode: number;
+  /** The one-line error when the agent could not be started. */
+  spawnError?: string;
+}
+
+/** What to do with one complete line. */
+type Verdict =
+  | null
+  | { replace: Uint8Array | null }
+  | { later: Promise<Uint8Array | null> };
+
+const PASS: Verdict = null;
+const DROP: Verdict = { replace: null };
+const ID_KEY = Buffer.from('"id"');
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+}
+
+/** A turn being cut short for silence: cancel sent, waiting for the grace period. */
+interface Expiry {
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Runs the proxy until the agent exits; resolves with turnguard's exit status. */
+export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
+  let child: ChildProcess;
+  try {
+    child = spawn(opts.command, opts.args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: opts.env as NodeJS.ProcessEnv,
+      cwd: opts.cwd,
+    });
+  } catch (err) {
+    return spawnFailure(opts.command, err);
+  }
+  const started = await new Promise<Error | null>((resolve) => {
+    child.once("spawn", () => resolve(null));
+    child.once("error", (err) => resolve(child.pid === undefined ? err : null));
+  });
+  if (started) return spawnFailure(opts.command, started);
+  return await new Proxy(opts, child).run();
+}
+
+function spawnFailure(command: string, err: unknown): ProxyResult {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") {
+    return { exitCode: EXIT.notFound, spawnError: `${command}: command not found` };
+  }
+  return {
+    exitCode: EXIT.notExecutable,
+    spawnError: `${command}: cannot execute (${code ?? errorText(err)})`,
+  };
+}
+
+/** One proxied agent process and its client. */
+class Proxy {
+  readonly #opts: ProxyOptions;
+  readonly #child: ChildProcess;
+  readonly #now: () => number;
+  readonly #hooks: TurnHooks;
+  readonly #toAgent: LineOutput;
+  readonly #toClient: LineOutput;
+  readonly #fromClient: LineSplitter;
+  readonly #fromAgent: LineSplitter;
+  /** Requests the client sent to the agent. */
+  readonly #clientPending = new PendingRequests();
+  /** Requests the agent sent to the client. */
+  readonly #agentPending = new PendingRequests();
+  readonly #turns = new Turns();
+  readonly #expiring = new Map<Turn, Expiry>();
+  readonly #stderrTail = new Tail(STDERR_TAIL_BYTES);
+  readonly #inFlight = new Set<Promise<void>>();
+  #signalled = false;
+  #ticker: ReturnType<typeof setInterval> | null = null;
+  #eofTimers: ReturnType<typeof setTimeout>[] = [];
+  #agentGone = false;
+
+  constructor(opts: ProxyOptions, child: ChildProcess) {
+    this.#opts = opts;
+    this.#child = child;
+    this.#now = opts.now ?? Date.now;
+    this.#hooks = opts.hooks ?? NO_HOOKS;
+    const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
+    this.#fromClient = new LineSplitter(limit);
+    this.#fromAgent = new LineSplitter(limit);
+    this.#toAgent = new LineOutput(child.stdin!, (pause) => {
+      if (pause) opts.input.pause();
+      else if (!this.#agentGone) opts.input.resume();
+    });
+    this.#toClient = new LineOutput(opts.output, (pause) => {
+      if (pause) child.stdout!.pause();
+      else child.stdout!.resume();
+    });
+  }
+
+  async run(): Promise<ProxyResult> {
+    const { input, stderr } = this.#opts;
+    const child = this.#child;
+    const exited = waitForExit(child);
+    const stopSignals = this.#opts.forwardSignals === false
+      ? () => {}
+      : forwardSignals(child, (signal) => {
+        this.#signalled = true;
+        this.#log(`forwarded ${signal} to the agent`);
+      });
+    const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
+    process.on("exit", killOnExit);
+
+    child.stdin!.on("error", () => {}); // the agent closed its stdin or died
+    child.stderr!.on("data", (chunk: Uint8Array) => {
+      this.#stderrTail.push(chunk);
+      stderr.write(chunk);
+    });
+    child.stdout!.on("data", (chunk: Uint8Array) => {
+      this.#pump(this.#fromAgent, chunk, this.#toClient, (line) => this.#fromAgentLine(line));
+    });
+    const onClientData = (chunk: Uint8Array) =>
+      this.#pump(this.#fromClient, chunk, this.#toAgent, (line) => this.#fromClientLine(line));
+    const onClientEnd = () => void this.#clientClosed();
+    input.on("data", onClientData);
+    input.once("end", onClientEnd);
+    input.on("error", onClientEnd);
+    this.#opts.output.on("error", () => {}); // the client stopped reading: keep going
+    if (this.#opts.turnTimeoutMs) this.#startTicker(this.#opts.turnTimeoutMs);
+
+    const exit = await exited;
+    this.#agentGone = true;
+    input.off("data", onClientData);
+    input.off("end", onClientEnd);
+    input.pause();
+    stopSignals();
+    process.off("exit", killOnExit);
+    for (const t of this.#eofTimers) clearTimeout(t);
+    if (this.#ticker) clearInterval(this.#ticker);
+    for (const { timer } of this.#expiring.values()) clearTimeout(timer);
+
+    this.#fromAgent.end((segment) => this.#route(segment, this.#toClient, (l) => this.#fromAgentLine(l)));
+    this.#toClient.closeLine();
+    this.#answerOrphans(exit.code, exit.signal);
+    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
+    await this.#toClient.flushed();
+    const exitCode = exit.signal !== null ? signalExitCode(exit.signal) : exit.code ?? 1;
+    this.#log(
+      `agent exited with ${exit.signal !== null ? `signal ${exit.signal}` : `status ${exit.code}`}`,
+    );
+    return { exitCode };
+  }
+
+  /** Splits a chunk and forwards it, coalescing untouched lines into one write. */
+  #pump(
+    splitter: LineSplitter,
+    chunk: Uint8Array,
+    out: LineOutput,
+    inspect: (line: Uint8Array) => Verdict,
+  ): void {
+    let run: Uint8Array | null = null;
+    const flush = () => {
+      if (run) out.write(run), run = null;
+    };
+    splitter.push(chunk, (segment) => {
+      const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
+      if (verdict === null) {
+        const b = segment.bytes;
+        if (run && run.buffer === b.buffer && run.byteOffset + run.length === b.byteOffset) {
+          run = new Uint8Array(b.buffer, run.byteOffset, run.length + b.length);
+        } else {
+          flush();
+          run = b;
+        }
+        return;
+      }
+      flush();
+      this.#apply(verdict, out);
+    });
+    flush();
+  }
+
+  /** Forwards one segment (used when a stream ends). */
+  #route(segment: Segment, out: LineOutput, inspect: (line: Uint8Array) => Verdict): void {
+    const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
+    if (verdict === null) out.write(segment.bytes);
+    else this.#apply(verdict, out);
+  }
+
+  #apply(verdict: Exclude<Verdict, null>, out: LineOutput): void {
+    if ("later" in verdict) out.writeLater(verdict.later);
+    else if (verdict.replace) out.write(verdict.replace);
+  }
+
+  // ---------------------------------------------------------------- client → agent
+
+  #fromClientLine(line: Uint8Array): Verdict {
+    const message = parseMessage(line);
+    if (!message) return PASS;
+    const now = this.#now();
+    switch (message.kind) {
+      case "request": {
+        const sessionId = sessionIdOf(message.params);
+        this.#clientPending.add(message.id, message.method, sessionId);
+        if (message.method === "session/prompt" && sessionId !== null) {
+          this.#startTurn(message, sessionId, line, now);
+        }
+        return PASS;
+      }
+      case "notification": {
+        if (message.method === "session/cancel") {
+          const sessionId = sessionIdOf(message.params);
+          const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
+          if (turn) {
+            turn.cancelled = true;
+            this.#log(`session ${turn.sessionId} turn ${turn.turn}: cancelled by the client`);
+          }
+        }
+        return PASS;
+      }
+      default: {
+        // The client answered one of the agent's requests (e.g. a permission prompt):
+        // the silence clock of that session starts again now.
+        if (message.id === null) return PASS;
+        const request = this.#agentPending.take(message.id);
+        const turn = request?.sessionId ? this.#turns.forSession(request.sessionId) : undefined;
+        if (turn) turn.lastActivityAt = now;
+        return PASS;
+      }
+    }
+  }
+
+  #startTurn(message: Message & { kind: "request" }, sessionId: string, line: Uint8Array, now: number) {
+    const params = message.params as Record<string, unknown>;
+    const turn = this.#turns.start({
+      sessionId,
+      requestId: message.id,
+      promptLine: line.slice(),
+      promptMeta: params._meta,
+      startedAt: now,
+      snapshot: snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
+    });
+    this.#log(`session ${sessionId} turn ${turn.turn}: started (request ${idKey(message.id)})`);
+    try {
+      this.#hooks.turnStarted?.(turn);
+    } catch (err) {
+      this.#log(`turnStarted hook failed: ${errorText(err)}`);
+    }
+  }
+
+  // ---------------------------------------------------------------- agent → client
+
+  #fromAgentLine(line: Uint8Array): Verdict {
+    // Cheap pre-check: a line without an `"id"` key is a notification (or not JSON-RPC);
+    // notifications only matter while a turn runs.
+    if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
+    const message = parseMessage(line);
+    if (!message) return PASS;
+    const now = this.#now();
+    switch (message.kind) {
+      case "notification": {
+        if (message.method !== "session/update") return PASS;
+        const sessionId = sessionIdOf(message.params);
+        const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
+        if (turn) observeUpdate(turn, (message.params as Record<string, unknown>).update, now);
+        return PASS;
+      }
+      case "request": {
+        const sessionId = sessionIdOf(message.params);
+        this.#agentPending.add(message.id, message.method, sessionId);
+        const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
+        if (turn) turn.lastActivityAt = now;
+        return PASS;
+      }
+      default:
+        return this.#agentResponse(message, line, now);
+    }
+  }
+
+  #agentResponse(
+    message: Message & { kind: "result" | "error" },
+    line: Uint8Array,
+    now: number,
+  ): Verdict {
+    if (message.id === null) return PASS;
+    const request = this.#clientPending.take(message.id);
+    if (!request) return PASS;
+    if (request.answered) {
+      this.#log(`dropped the agent's late response to request ${idKey(message.id)}`);
+      return DROP;
+    }
+    const turn = this.#turns.forRequest(message.id);
+    if (!turn) return PASS;
+    this.#turns.end(turn);
+    const expiry = this.#expiring.get(turn);
+    let end: TurnEnd;
+    if (expiry) {
+      clearTimeout(expiry.timer);
+      this.#expiring.delete(turn);
+      end = { kind: "timeout", silentMs: this.#opts.turnTimeoutMs! };
+    } else if (message.kind === "result") {
+      end = { kind: "result", result: message.result, response: message.raw };
+    } else {
+      end = { kind: "error", error: message.error, response: message.raw };
+    }
+    return this.#finishTurn(turn, end, line, now);
+  }
+
+  // ---------------------------------------------------------------- turn ends
+
+  /**
+   * Decides the turn, then (after the hooks) gives the bytes to answer the client with.
+   * This is where a retry engine would instead resend `turn.promptLine` to the agent and
+   * keep the client's request pending.
+   */
+  #finishTurn(turn: Turn, end: TurnEnd, line: Uint8Array | null, now: number): Verdict {
+    const opts = this.#opts;
+    const conclusion = concludeTurn({
+      turn,
+      end,
+      agent: opts.profile.name,
+      anchors: opts.anchors,
+      endedAt: now,
+      rewriteErrors: opts.rewriteErrors === true,
+      scanLogs: () =>
+        findLogCause({
+          snapshot: turn.snapshot,
+          spawnedAt: turn.startedAt,
+          pid: this.#child.pid ?? null,
+          profile: opts.profile,
+          anchors: opts.anchors,
+          now,
+          fs: opts.fs,
+        }),
+    });
+    const bytes = conclusion.response
+      ? encodeLine(conclusion.response, line ? lineEnding(line) : "\n")
+      : line;
+    const hook = this.#hooks.beforeRespond;
+    if (!hook) {
+      this.#record(conclusion.outcome, turn);
+      return bytes === line ? PASS : { replace: bytes };
+    }
+    const later = (async () => {
+      let outcome = conclusion.outcome;
+      try {
+        const patch = await hook(turn, outcome);
+        if (patch) outcome = { ...outcome, ...patch };
+      } catch (err) {
+        outcome = {
+          ...outcome,
+          diagnostics: [...outcome.diagnostics, `beforeRespond hook failed: ${errorText(err)}`],
+        };
+      }
+      this.#record(outcome, turn);
+      return bytes;
+    })();
+    return { later };
+  }
+
+  /** Sends a response turnguard made up (timeout, dead agent) at the next line boundary. */
+  #inject(verdict: Verdict): void {
+    if (verdict === null) return;
+    if ("later" in verdict) {
+      const done = verdict.later.then((bytes) => {
+        if (bytes) this.#toClient.inject(bytes);
+      });
+      this.#inFlight.add(done);
+      done.finally(() => this.#inFlight.delete(done));
+    } else if (verdict.replace) {
+      this.#toClient.inject(verdict.replace);
+    }
+  }
+
+  #record(outcome: Outcome, turn: Turn): void {
+    this.#log(
+      `session ${outcome.session} turn ${outcome.turn}: ${outcome.status}${
+        outcome.error ? ` (${outcome.error.category}): ${outcome.error.message}` : ""
+      }`,
+    );
+    for (const d of outcome.diagnostics) this.#log(`  ${d}`);
+    try {
+      this.#opts.onOutcome?.(outcome);
+      this.#hooks.turnEnded?.(outcome, turn);
+    } catch (err) {
+      this.#log(`recording the outcome failed: ${errorText(err)}`);
+    }
+  }
+
+  /** The agent is gone: every request the client still waits on gets an error. */
+  #answerOrphans(code: number | null, signal: string | null): void {
+    const tail = lastLines(this.#stderrTail.text(), 3);
+    const message = exitMessage(code, signal, tail);
+    const now = this.#now();
+    for (const request of this.#clientPending.all()) {
+      this.#clientPending.take(request.id);
+      if (request.answered) continue;
+      const turn = this.#turns.forRequest(request.id);
+      if (turn) {
+        this.#turns.end(turn);
+        if (this.#signalled) turn.cancelled = true;
+        this.#inject(
+          this.#finishTurn(turn, { kind: "exit", code, signal, stderrTail: tail }, null, now),
+        );
+        continue;
+      }
+      const data = { status: "failed", category: "crash", message, code, retry: null };
+      this.#toClient.inject(encodeLine(errorResponse(request.id, message, data), "\n"));
+    }
+  }
+
+  // ---------------------------------------------------------------- silence
+
+  #startTicker(timeoutMs: number): void {
+    const tick = Math.min(1000, Math.max(20, Math.floor(timeoutMs / 10)));
+    this.#ticker = setInterval(() => this.#checkSilence(timeoutMs), tick);
+  }
+
+  #checkSilence(timeoutMs: number): void {
+    const now = this.#now();
+    for (const turn of this.#turns.all()) {
+      if (this.#expiring.has(turn)) continue;
+      // Waiting on the client (a permission prompt) is not the agent's silence.
+      if (this.#agentPending.countFor(turn.sessionId) > 0) {
+        turn.lastActivityAt = now;
+        continue;
+      }
+      if (now - turn.lastActivityAt < timeoutMs) continue;
+      this.#log(
+        `session ${turn.sessionId} turn ${turn.turn}: silent for ${now - turn.lastActivityAt} ms; sending session/cancel`,
+      );
+      const cancel = { jsonrpc: "2.0", method: "session/cancel", params: { sessionId: turn.sessionId } };
+      this.#toAgent.inject(encodeLine(cancel, "\n"));
+      const timer = setTimeout(() => this.#expire(turn, timeoutMs), this.#grace());
+      this.#expiring.set(turn, { timer });
+    }
+  }
+
+  /** The grace after a timeout's cancel is over: answer the client now. */
+  #expire(turn: Turn, timeoutMs: number): void {
+    this.#expiring.delete(turn);
+    if (this.#turns.forRequest(turn.requestId) !== turn) return;
+    this.#turns.end(turn);
+    const request = this.#clientPending.get(turn.requestId);
+    if (request) request.answered = true;
+    this.#inject(this.#finishTurn(turn, { kind: "timeout", silentMs: timeoutMs }, null, this.#now()));
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  #grace(): number {
+    return this.#opts.graceMs ?? DEFAULT_GRACE_MS;
+  }
+
+  /** The client closed stdin: close the agent's, then TERM and KILL it if it lingers. */
+  async #clientClosed(): Promise<void> {
+    if (this.#agentGone) return;
+    this.#fromClient.end((segment) =>
+      this.#route(segment, this.#toAgent, (l) => this.#fromClientLine(l))
+    );
+    await this.#toAgent.end();
+    this.#log("the client closed its input; closed the agent's");
+    const child = this.#child;
+    const alive = () => child.exitCode === null && child.signalCode === null;
+    this.#eofTimers.push(setTimeout(() => {
+      if (!alive()) return;
+      this.#log("the agent ignored EOF; sending SIGTERM");
+      child.kill("SIGTERM");
+      this.#eofTimers.push(setTimeout(() => {
+        if (!alive()) return;
+        this.#log("the agent ignored SIGTERM; sending SIGKILL");
+        child.kill("SIGKILL");
+      }, this.#grace()));
+    }, this.#grace()));
+  }
+
+  #log(line: string): void {
+    if (this.#opts.verbose) this.#opts.stderr.write(`turnguard: ${line}\n`);
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Retries that wait: each runs when its backoff is over, or at once when `turnguard retry`
+ * sends SIGUSR1 to the owning process, or never when it is stopped (SIGINT/SIGTERM in run
+ * mode, a cancel in proxy mode). Timers and signals are behind small interfaces.
+ */
+
+/** How a waiting retry ended: its time came, it was asked to run now, or it was stopped. */
+export type WaitEnd = "due" | "now" | "stopped";
+
+/** The signal signals a process listens to. */
+export interface SignalSource {
+  on(signal: NodeJS.Signals, handler: () => void): unknown;
+  off(signal: NodeJS.Signals, handler: () => void): unknown;
+}
+
+/** The signal `turnguard retry` sends to make waiting retries run now. */
+export const RUN_NOW_SIGNAL: NodeJS.Signals = "SIGUSR1";
+/** Signals that stop a waiting retry in run mode. */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+
+/** setTimeout cannot wait longer than this. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface Waiting {
+  timer: ReturnType<typeof setTimeout>;
+  end: (how: WaitEnd) => void;
+}
+
+/** The retries one process holds, by key. */
+export class RetryWaits {
+  readonly #signals: SignalSource;
+  readonly #waiting = new Map<string, Waiting>();
+
+  constructor(signals: SignalSource = process) {
+    this.#signals = signals;
+  }
+
+  /** Listens for SIGUSR1 until the returned function is called. */
+  listen(): () => void {
+    const handler = () => void this.runNow();
+    this.#signals.on(RUN_NOW_SIGNAL, handler);
+    return () => void this.#signals.off(RUN_NOW_SIGNAL, handler);
+  }
+
+  /** Waits `afterMs`, then calls `end("due")`; `runNow` and `stop` end it sooner. */
+  schedule(key: string, afterMs: number, end: (how: WaitEnd) => void): void {
+    this.stop(key);
+    const finish = (how: WaitEnd) => {
+      const w = this.#waiting.get(key);
+      if (!w || w.end !== finish) return;
+      clearTimeout(w.timer);
+      this.#waiting.delete(key);
+      end(how);
+    };
+    const timer = setTimeout(() => finish("due"), Math.min(Math.max(0, afterMs), MAX_TIMER_MS));
+    this.#waiting.set(key, { timer, end: finish });
+  }
+
+  /** Runs every waiting retry now; returns how many there were. */
+  runNow(): number {
+    const all = [...this.#waiting.values()];
+    for (const w of all) w.end("now");
+    return all.length;
+  }
+
+  /** Stops a waiting retry; false when none waited under that key. */
+  stop(key: string): boolean {
+    const w = this.#waiting.get(key);
+    if (!w) return false;
+    w.end("stopped");
+    return true;
+  }
+
+  /** How many retries wait. */
+  get size(): number {
+    return this.#waiting.size;
+  }
+
+  /**
+   * Waits for one retry in the foreground (run mode): SIGINT, SIGTERM or SIGHUP stop it.
+   */
+  waitInForeground(key: string, afterMs: number): Promise<WaitEnd> {
+    return new Promise((resolve) => {
+      const onStop = () => this.stop(key);
+      for (const s of STOP_SIGNALS) this.#signals.on(s, onStop);
+      this.schedule(key, afterMs, (how) => {
+        for (const s of STOP_SIGNALS) this.#signals.off(s, onStop);
+        resolve(how);
+      });
+    });
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * Turn reports: how a turn's state reads for people (`wait --print`, `log`) and for
+ * machines (`wait --json`, `log --json`). Pure: the clock is passed in.
+ */
+import type { Outcome, TurnError } from "./outcome.ts";
+import { formatDuration } from "./text.ts";
+import type { RetryView, TurnView } from "./turn_state.ts";
+
+/** A waiting retry this late without starting is reported as overdue. */
+export const OVERDUE_MS = 60_000;
+
+/** The retry part of a machine row. */
+export interface RetryRow {
+  state: "waiting" | "settled" | "unknown";
+  /** The waiting retry's number, or the last attempt that ran when settled. */
+  attempt: number | null;
+  of: number | null;
+  reason: string;
+  nextAt: string | null;
+  why: string | null;
+}
+
+/** The machine row of `wait --json`. */
+export interface WaitRow {
+  name: string;
+  session: string;
+  turn: number;
+  status: Outcome["status"] | "running";
+  error: TurnError | null;
+  retry: RetryRow | null;
+  /** The turn's own reply (a failed turn's own streamed text), never an earlier turn's. */
+  reply: string;
+}
+
+/** The retry row; `unknown` when a failed turn's decision never reached the journal. */
+export function retryRow(turn: TurnView): RetryRow | null {
+  const r = turn.retry;
+  const failed = turn.outcome?.status === "failed";
+  if (
+    failed && (r === null || r.state === "running" || turn.decidedAttempt !== turn.endedAttempt)
+  ) {
+    return {
+      state: "unknown",
+      attempt: null,
+      of: null,
+      reason: "no retry decision was recorded",
+      nextAt: null,
+      why: null,
+    };
+  }
+  if (r === null || r.state === "running") return null;
+  if (r.state === "waiting") {
+    return {
+      state: "waiting",
+      attempt: r.attempt,
+      of: r.of,
+      reason: r.reason,
+      nextAt: r.nextAt,
+      why: null,
+    };
+  }
+  return {
+    state: "settled",
+    attempt: r.attempt,
+    of: r.of,
+    reason: r.reason,
+    nextAt: null,
+    why: r.why,
+  };
+}
+
+/** The row `wait --json` prints for a turn. */
+export function waitRow(turn: TurnView): WaitRow {
+  return {
+    name: turn.name,
+    session: turn.session,
+    turn: turn.turn,
+    status: turn.outcome?.status ?? "running",
+    error: turn.outcome?.error ?? null,
+    retry: retryRow(turn),
+    reply: turn.outcome?.reply.text ?? "",
+  };
+}
+
+/** `NAME  ready: turn failed, retry waits` — the state line of a finished turn. */
+export function stateLine(turn: TurnView): string {
+  if (turn.running || turn.outcome === null) {
+    const r = turn.retry;
+    const retry = r?.state === "running" ? ` (retry ${r.attempt} of ${r.of})` : "";
+    return `${turn.name}  running: turn ${turn.turn}${retry}`;
+  }
+  const status = turn.outcome.status;
+  const waits = turn.retry?.state === "waiting" && turn.decidedAttempt === turn.endedAttempt;
+  return `${turn.name}  ready: turn ${status}${waits ? ", retry waits" : ""}`;
+}
+
+/**
+ * `retry 1 of 2 waits out capacity; the next attempt runs in 1m12s (turnguard retry NAME
+ * runs it now)`, or why none waits. `handle` is what `turnguard retry` should be given.
+ */
+export function retryLine(turn: TurnView, handle: string, now: number): string {
+  const row = retryRow(turn);
+  if (row === null) return "no retry waits";
+  if (row.state === "unknown") return `no retry waits (${row.reason})`;
+  if (row.state === "settled") return `no retry waits (${row.reason})`;
+  const r = turn.retry as Extract<RetryView, { state: "waiting" }>;
+  const head = `retry ${r.attempt} of ${r.of} waits out ${r.reason}`;
+  const left = Date.parse(r.nextAt) - now;
+  if (left < -OVERDUE_MS) {
+    return `${head}; it was due ${
+      formatDuration(-left)
+    } ago and has not started (its process, pid ${r.pid}, may be gone)`;
+  }
+  const when = left > 0 ? `runs in ${formatDuration(left)}` : "is due now";
+  return `${head}; the next attempt ${when} (turnguard retry ${handle} runs it now)`;
+}
+
+function withNewline(text: string): string {
+  return text === "" || text.endsWith("\n") ? text : text + "\n";
+}
+
+/**
+ * What `wait --print` prints. An ok turn: its own reply. A failed one: the state line, the
+ * readable cause, its own streamed text when it had any, and the retry that waits or why
+ * none does.
+ */
+export function printReport(turn: TurnView, handle: string, now: number): string {
+  const outcome = turn.outcome;
+  if (outcome === null) return stateLine(turn) + "\n";
+  const reply = outcome.reply.text ?? "";
+  if (outcome.status !== "failed") return withNewline(reply);
+  const cause = outcome.error?.message ?? "the turn failed without a known cause";
+  return `${stateLine(turn)}\nerror: ${cause}\n${withNewline(reply)}${
+    retryLine(turn, handle, now)
+  }\n`;
+}
+
+/** A note when the reply shown is not all the turn produced. */
+export function replyNote(outcome: Outcome | null): string | null {
+  if (!outcome) return null;
+  const kept = outcome.reply.text?.length ?? 0;
+  if (outcome.reply.text === undefined && outcome.reply.chars > 0) {
+    return `the reply (${outcome.reply.chars} characters) was not kept in the journal`;
+  }
+  if (kept < outcome.reply.chars) {
+    return `only the last ${kept} of ${outcome.reply.chars} reply characters were kept`;
+  }
+  return null;
+}
+
+/** The short retry column of `log`. */
+function retrySummary(turn: TurnView): string {
+  const r = turn.retry;
+  if (r === null) return turn.outcome?.status === "failed" ? "no retry decision" : "";
+  switch (r.state) {
+    case "waiting":
+      return `retry ${r.attempt}/${r.of} waits`;
+    case "running":
+      return `retry ${r.attempt}/${r.of} running`;
+    case "settled":
+      switch (r.why) {
+        case "succeeded":
+          return `succeeded on retry ${r.attempt}/${r.of}`;
+        case "stopped":
+          return "retry stopped";
+        case "off":
+          return "retries off";
+        case "not_retryable":
+          return "not retryable";
+        case "exhausted":
+          return `retries exhausted (${r.of}/${r.of})`;
+      }
+  }
+}
+
+/** The machine row of `log --json`. */
+export interface LogRow {
+  startedAt: string;
+  name: string;
+  session: string;
+  turn: number;
+  status: Outcome["status"] | "running";
+  category: string | null;
+  durationMs: number | null;
+  attempts: number;
+  retry: RetryRow | null;
+  error: string | null;
+}
+
+/** The row `log --json` prints for a turn. */
+export function logRow(turn: TurnView): LogRow {
+  return {
+    startedAt: turn.startedAt,
+    name: turn.name,
+    session: turn.session,
+    turn: turn.turn,
+    status: turn.running ? "running" : turn.outcome?.status ?? "running",
+    category: turn.running ? null : turn.outcome?.error?.category ?? null,
+    durationMs: turn.running ? null : turn.outcome?.durationMs ?? null,
+    attempts: turn.attempt + 1,
+    retry: turn.running ? null : retryRow(turn),
+    error: turn.running ? null : turn.outcome?.error?.message ?? null,
+  };
+}
+
+/** `log` for people: one aligned line per turn. */
+export function formatLog(turns: readonly TurnView[]): string {
+  const rows = turns.map((t) => {
+    const row = logRow(t);
+    return [
+      row.startedAt.replace(/\.\d+Z$/, "Z"),
+      row.name,
+      row.session,
+      `#${row.turn}`,
+      row.status,
+      row.category ?? "-",
+      row.durationMs === null ? "-" : formatDuration(row.durationMs),
+      t.running ? (t.retry?.state === "running" ? retrySummary(t) : "") : retrySummary(t),
+    ];
+  });
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => r[i].length))) ?? [];
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd() + "\n")
+    .join("");
+}

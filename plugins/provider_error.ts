@@ -1,0 +1,205 @@
+/**
+ * Reads a model provider's error out of whatever an agent wrapped it in: a JSON-RPC error
+ * whose message is "Internal error" and whose data holds the provider JSON, a message like
+ * `API Error: 429 {"type":"error","error":{...}}`, Google's `[{"error":{...,"details":[...]}}]`,
+ * or JSON inside a JSON string. Pure helpers shared by the built-in packs; not a pack.
+ *
+ * Formats read (each cited where it is used):
+ * - Google APIs: `{"error":{"code":429,"message":"...","status":"RESOURCE_EXHAUSTED",
+ *   "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"},
+ *   {"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"QUOTA_EXHAUSTED"}]}}`
+ *   (google-gemini/gemini-cli packages/core/src/utils/googleQuotaErrors.ts).
+ * - Anthropic: `{"type":"error","error":{"type":"rate_limit_error","message":"..."}}`
+ *   (https://docs.anthropic.com/en/api/errors).
+ * - OpenAI: `{"error":{"message":"...","type":"insufficient_quota","code":"insufficient_quota"}}`
+ *   (https://platform.openai.com/docs/guides/error-codes).
+ */
+import type { Category } from "../lib/outcome.ts";
+import { parseDuration } from "../lib/retry_hint.ts";
+
+/** What a provider error says, as far as it says it. */
+export interface ProviderError {
+  /** The innermost readable message. */
+  message: string;
+  /** HTTP status (`"code": 429`, `API Error: 529`, `http_status_code`). */
+  status?: number;
+  /** gRPC / Google status word (`RESOURCE_EXHAUSTED`, `UNAVAILABLE`). */
+  grpc?: string;
+  /** Provider error type or code (`rate_limit_error`, `insufficient_quota`). */
+  type?: string;
+  /** `google.rpc.ErrorInfo` reason (`QUOTA_EXHAUSTED`, `MODEL_CAPACITY_EXHAUSTED`). */
+  reason?: string;
+  /** `google.rpc.RetryInfo` delay, in milliseconds. */
+  retryDelayMs?: number;
+}
+
+const MAX_DEPTH = 8;
+/** Messages that say nothing by themselves, so the error's data is read instead. */
+const EMPTY_MESSAGE = /^\s*(?:internal error|error|unknown error|an error occurred)?\s*[.:]?\s*$/i;
+/** The JSON-RPC SDK's prefix for internal errors with a message (`Internal error: ...`). */
+const INTERNAL_PREFIX = /^\s*internal error:\s*/i;
+/** `API Error: 429 {...}`, `API Error (529 {...})`, `Error: 400 {...}`, `got status: 429`, `429 {...}`. */
+const STATUS_PREFIX = /(?:\b(?:API Error|Error|got status|status)\s*[:(]?\s*|^\s*)(\d{3})\b/i;
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Most JSON.parse attempts one text gets (bounds the work on bracket-heavy text). */
+const MAX_PARSE_ATTEMPTS = 32;
+
+/** The first JSON object or array inside a text, if one parses. */
+export function embeddedJson(text: string): Json | undefined {
+  let attempts = 0;
+  for (let start = text.search(/[{[]/); start !== -1;) {
+    const close = text[start] === "{" ? "}" : "]";
+    for (let end = text.lastIndexOf(close); end > start; end = text.lastIndexOf(close, end - 1)) {
+      if (++attempts > MAX_PARSE_ATTEMPTS) return undefined;
+      try {
+        return JSON.parse(text.slice(start, end + 1)) as Json;
+      } catch {
+        // try a shorter span
+      }
+    }
+    const next = text.slice(start + 1).search(/[{[]/);
+    start = next === -1 ? -1 : start + 1 + next;
+  }
+  return undefined;
+}
+
+/** Milliseconds of a protobuf Duration string (`"37s"`, `"0.539477544s"`). */
+function durationMs(value: unknown): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const ms = parseDuration(value);
+  return ms === null ? undefined : ms;
+}
+
+/** Folds what one JSON object says into `into` (outer values are kept, inner ones fill gaps). */
+function collect(value: unknown, into: Partial<ProviderError>, depth: number): void {
+  if (depth > MAX_DEPTH) return;
+  if (typeof value === "string") {
+    const inner = embeddedJson(value);
+    if (inner !== undefined) {
+      const status = value.match(STATUS_PREFIX);
+      if (status && into.status === undefined) into.status = Number(status[1]);
+      collect(inner, into, depth + 1);
+    } else if (into.message === undefined && value.trim() !== "") {
+      into.message = value.trim();
+    }
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) collect(item, into, depth + 1);
+    return;
+  }
+  if (!isRecord(value)) return;
+  const { code, status, type, reason } = value;
+  if (typeof code === "number" && code >= 100 && code <= 599) into.status ??= code;
+  if (typeof code === "string" && /^[a-z_]+$/.test(code)) into.type ??= code;
+  if (typeof status === "string" && /^[A-Z_]+$/.test(status)) into.grpc ??= status;
+  if (typeof status === "number" && status >= 100 && status <= 599) into.status ??= status;
+  if (typeof type === "string" && type !== "error") into.type ??= type;
+  if (typeof reason === "string" && /^[A-Z_]+$/.test(reason)) into.reason ??= reason;
+  if (typeof value.retryDelay === "string") into.retryDelayMs ??= durationMs(value.retryDelay);
+  // The nested error first: its message is the innermost, most readable one.
+  if ("error" in value) collect(value.error, into, depth + 1);
+  for (const key of ["message", "detail", "error_description"]) {
+    if (key in value) collect(value[key], into, depth + 1);
+  }
+  if (Array.isArray(value.details)) collect(value.details, into, depth + 1);
+  else if (typeof value.details === "string") collect(value.details, into, depth + 1);
+}
+
+/**
+ * Parses provider error JSON found in `value` (a string with JSON in it, or parsed JSON);
+ * null when there is none. The message is the innermost readable one.
+ */
+export function parseProviderError(value: unknown): ProviderError | null {
+  const found: Partial<ProviderError> = {};
+  if (typeof value === "string") {
+    const json = embeddedJson(value);
+    if (json === undefined) return null;
+    const status = value.match(STATUS_PREFIX);
+    if (status && value.indexOf(status[0]) < value.search(/[{[]/)) {
+      found.status = Number(status[1]);
+    }
+    collect(json, found, 0);
+  } else {
+    collect(value, found, 0);
+  }
+  return found.message === undefined ? null : { ...found, message: found.message };
+}
+
+/** A JSON-RPC error object as an anchor sees it. */
+export interface RpcError {
+  code: unknown;
+  message: unknown;
+  data?: unknown;
+}
+
+/**
+ * The provider error inside a JSON-RPC error: from its message (`Internal error: API Error:
+ * 429 {...}`), or, when the message says nothing, from its data. When no provider JSON is
+ * there, the message itself (without the SDK's `Internal error: ` prefix) is the message,
+ * or a readable `data.message` / `data.details`.
+ */
+export function rpcProviderError(error: RpcError): ProviderError | null {
+  const raw = typeof error.message === "string" ? error.message : "";
+  const message = raw.replace(INTERNAL_PREFIX, "");
+  const fromMessage = parseProviderError(message);
+  if (fromMessage) return fromMessage;
+  if (!EMPTY_MESSAGE.test(message)) {
+    const status = message.match(STATUS_PREFIX);
+    return { message: message.trim(), ...(status ? { status: Number(status[1]) } : {}) };
+  }
+  if (error.data === undefined || error.data === null) return null;
+  return parseProviderError(error.data);
+}
+
+/** The readable text of any anchor input's error (for category rules that read words). */
+export function errorWords(error: RpcError): string {
+  const parts: string[] = [];
+  if (typeof error.message === "string") parts.push(error.message);
+  if (error.data !== undefined) {
+    parts.push(typeof error.data === "string" ? error.data : JSON.stringify(error.data));
+  }
+  return parts.join(" ");
+}
+
+/**
+ * The category an HTTP status gives by itself, where it gives one: 429 rate limit, 402
+ * payment, 401/403 auth, 404 (of a model) not found, 408/504 timeout, 413 too large for the
+ * context, 5xx/529 capacity.
+ */
+export function statusCategory(status: number | undefined): Category | undefined {
+  if (status === undefined) return undefined;
+  if (status === 429) return "rate_limit";
+  if (status === 402) return "quota";
+  if (status === 401 || status === 403) return "auth";
+  if (status === 404) return "model";
+  if (status === 408 || status === 504) return "timeout";
+  if (status === 413) return "context";
+  if (status >= 500 && status <= 599) return "capacity";
+  return undefined;
+}
+
+/** The category a gRPC / Google status word gives by itself. */
+export function grpcCategory(grpc: string | undefined): Category | undefined {
+  switch (grpc) {
+    case "RESOURCE_EXHAUSTED":
+      return "rate_limit";
+    case "UNAVAILABLE":
+      return "capacity";
+    case "UNAUTHENTICATED":
+    case "PERMISSION_DENIED":
+      return "auth";
+    case "NOT_FOUND":
+      return "model";
+    case "DEADLINE_EXCEEDED":
+      return "timeout";
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import { type GateInput, publishGate } from "../lib/publish/gate.ts";
+import { REPLY_BUFFER_BYTES, ReplyBuffer } from "../lib/publish/buffer.ts";
+import { utf8Length } from "../lib/text.ts";
+
+const base: GateInput = {
+  armed: true,
+  stopReason: "end_turn",
+  failed: false,
+  channel: "C",
+  published: false,
+  text: "the answer",
+};
+
+describe("publishGate — truth table", () => {
+  test("every stop reason: only end_turn falls back", () => {
+    const rows: Array<[string | null, boolean, unknown]> = [
+      ["end_turn", false, { fallback: true }],
+      ["refusal", false, { fallback: false, reason: "not_end_turn" }],
+      ["max_tokens", false, { fallback: false, reason: "not_end_turn" }],
+      ["max_turn_requests", false, { fallback: false, reason: "not_end_turn" }],
+      ["cancelled", false, { fallback: false, reason: "not_end_turn" }],
+      ["some_future_reason", false, { fallback: false, reason: "not_end_turn" }],
+      [null, true, { fallback: false, reason: "failed" }],
+      ["end_turn", true, { fallback: false, reason: "failed" }],
+    ];
+    for (const [stopReason, failed, want] of rows) {
+      expect([stopReason, failed, publishGate({ ...base, stopReason, failed })])
+        .toEqual([stopReason, failed, want]);
+    }
+  });
+
+  test("every other condition, one at a time and together", () => {
+    const rows: Array<[Partial<GateInput>, unknown]> = [
+      [{}, { fallback: true }],
+      [{ armed: false }, { fallback: false, reason: "disarmed" }],
+      [{ published: true }, { fallback: false, reason: "published" }],
+      [{ channel: null }, { fallback: false, reason: "no_channel" }],
+      [{ channel: "" }, { fallback: false, reason: "no_channel" }],
+      [{ text: "" }, { fallback: false, reason: "blank" }],
+      [{ text: " \n\t\u00a0\u2003 " }, { fallback: false, reason: "blank" }],
+      [{ text: " x " }, { fallback: true }],
+      [{ armed: false, stopReason: "refusal" }, { fallback: false, reason: "disarmed" }],
+      [{ published: true, text: "" }, { fallback: false, reason: "published" }],
+      [{ channel: null, text: "" }, { fallback: false, reason: "blank" }],
+    ];
+    for (const [patch, want] of rows) {
+      expect([patch, publishGate({ ...base, ...patch })]).toEqual([patch, want]);
+    }
+  });
+});
+
+describe("ReplyBuffer", () => {
+  test("disarmed never buffers", () => {
+    const b = new ReplyBuffer(false);
+    b.push("hello");
+    b.push("x".repeat(100_000));
+    expect(b.text()).toBe("");
+    expect(b.bytes).toBe(0);
+    expect(b.truncated).toBe(false);
+  });
+
+  test("armed keeps the turn's text and resets at turn start", () => {
+    const b = new ReplyBuffer(true);
+    b.push("Hello, ");
+    b.push("");
+    b.push("wörld");
+    expect(b.text()).toBe("Hello, wörld");
+    expect(b.bytes).toBe(13);
+    b.reset();
+    expect(b.text()).toBe("");
+    b.push("next turn");
+    expect(b.text()).toBe("next turn");
+  });
+
+  test("capped at 64 KiB on a multi-byte boundary", () => {
+    expect(REPLY_BUFFER_BYTES).toBe(65536);
+    const b = new ReplyBuffer(true);
+    b.push("a".repeat(65534)); // 2 bytes of room left
+    b.push("€€"); // 3 bytes each: not even one fits
+    b.push("more");
+    expect(b.bytes).toBe(65534);
+    expect(b.truncated).toBe(true);
+    expect(b.text()).toBe("a".repeat(65534));
+
+    const c = new ReplyBuffer(true);
+    c.push("a".repeat(65533));
+    c.push("é€😀"); // 2 + 3 + 4 bytes: é fits (65535), € would end at 65538
+    expect(c.text()).toBe("a".repeat(65533) + "é");
+    expect(utf8Length(c.text())).toBe(65535);
+    expect(c.truncated).toBe(true);
+
+    const d = new ReplyBuffer(true);
+    for (let i = 0; i < 20_000; i++) d.push("😀"); // 80 000 bytes of 4-byte characters
+    expect(d.bytes).toBe(65536);
+    expect(d.text()).toBe("😀".repeat(16384));
+  });
+});
