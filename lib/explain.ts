@@ -68,15 +68,12 @@ export function whyWon(trials: readonly Trial[], winner: Finding | null): string
   const priority = winner.anchor.priority;
   if (matched.length <= 1) return `${id} is the only anchor that matched`;
   const tied = matched.filter((t) => t.anchor !== winner.anchor && t.anchor.priority === priority);
-  const below = matched.length - 1 - tied.length;
-  const parts = [`${id} has the highest priority (${priority}) of the ${matched.length} anchors that matched`];
+  const parts = [
+    `${id} has the highest priority (${priority}) of the ${matched.length} anchors that matched`,
+  ];
   if (tied.length > 0) {
-    parts.push(
-      `${tied.map((t) => t.anchor.id).join(", ")} ${
-        tied.length === 1 ? "has" : "have"
-      } the same priority but ${tied.length === 1 ? "comes" : "come"} later in load order`,
-    );
+    const names = tied.map((t) => t.anchor.id).join(", ");
+    parts.push(`${names} matched with the same priority but load later`);
   }
-  if (below > 0 && tied.length > 0) parts.push(`${below} more matched with a lower priority`);
   return parts.join("; ");
 }

@@ -110,6 +110,10 @@ parentPort.on("message", async (message) => {
   }
   if (message.op === "call") {
     await ready;
-    reply(exported === undefined ? { threw: "the plugin did not load" } : call(message.path, message.arg));
+    reply(
+      exported === undefined
+        ? { threw: "the plugin did not load" }
+        : call(message.path, message.arg),
+    );
   }
 });

@@ -9,14 +9,7 @@ import { BUILTIN_PLUGINS } from "../plugins/index.ts";
 import { errorText } from "./anchors.ts";
 import type { PluginRef } from "./config.ts";
 import { ConfigError } from "./errors.ts";
-import {
-  type Detection,
-  DetectionSchema,
-  type LoadedAnchor,
-  type LoadedPublishDetector,
-  PluginModuleSchema,
-  type ToolCallState,
-} from "./plugin.ts";
+import { type LoadedAnchor, type LoadedPublishDetector, PluginModuleSchema } from "./plugin.ts";
 import { PluginWorker, reviveExport } from "./plugin_host.ts";
 import { formatKeyPath, type KeyStep } from "./toml_locate.ts";
 
@@ -36,11 +29,16 @@ export function validatePluginModule(
   if (!result.success) {
     const issue = result.issues[0];
     const keyPath = (issue.path ?? []).map((p) => p.key as KeyStep);
+    let detail = issue.message;
+    if (issue.kind === "schema" && issue.type === "strict_object") {
+      const key = String(keyPath.at(-1));
+      detail = issue.expected === "never" ? `unknown key \`${key}\`` : `missing \`${key}\``;
+    }
     throw new ConfigError(
       origin,
       line,
       keyPath.length ? `export default.${formatKeyPath(keyPath)}` : "export default",
-      issue.message,
+      detail,
     );
   }
   return {
@@ -115,32 +113,4 @@ export function merge(sets: readonly LoadedPlugins[]): LoadedPlugins {
     for (const d of set.detectors) detectors.delete(d.id), detectors.set(d.id, d);
   }
   return { anchors: [...anchors.values()], detectors: [...detectors.values()] };
-}
-
-/**
- * Calls one publish detector on one merged tool call; a throwing or malformed detector (a
- * user plugin past its time budget included) becomes a diagnostic and counts as no answer.
- */
-export function tryDetect(
-  detector: LoadedPublishDetector,
-  call: ToolCallState,
-  diagnostics: string[],
-): Detection | null {
-  const where = detector.origin ? ` (${detector.origin})` : "";
-  let result: unknown;
-  try {
-    result = detector.detect(call);
-  } catch (err) {
-    diagnostics.push(`detector ${detector.id}${where} threw: ${errorText(err)}`);
-    return null;
-  }
-  if (result === null || result === undefined) return null;
-  const parsed = v.safeParse(DetectionSchema, result);
-  if (!parsed.success) {
-    diagnostics.push(
-      `detector ${detector.id}${where} returned an invalid answer: ${parsed.issues[0].message}`,
-    );
-    return null;
-  }
-  return parsed.output;
 }

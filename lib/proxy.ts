@@ -16,7 +16,13 @@ import { DEFAULT_INSPECT_LIMIT, lineEnding, LineSplitter, type Segment } from ".
 import { LineOutput } from "./acp/output.ts";
 import { errorResponse } from "./acp/rewrite.ts";
 import { PendingRequests } from "./acp/tracker.ts";
-import { observeUpdate, type Turn, Turns } from "./acp/turns.ts";
+import {
+  observeUninspected,
+  observeUpdate,
+  sessionIdInPrefix,
+  type Turn,
+  Turns,
+} from "./acp/turns.ts";
 import type { Profile } from "./config.ts";
 import { EXIT } from "./errors.ts";
 import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
@@ -98,6 +104,7 @@ type Verdict =
 const PASS: Verdict = null;
 const DROP: Verdict = { replace: null };
 const ID_KEY = Buffer.from('"id"');
+const decoder = new TextDecoder();
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
@@ -161,6 +168,8 @@ class Proxy {
   #ticker: ReturnType<typeof setInterval> | null = null;
   #eofTimers: ReturnType<typeof setTimeout>[] = [];
   #agentGone = false;
+  #agentOversize = false;
+  #clientOversize = false;
 
   constructor(opts: ProxyOptions, child: ChildProcess) {
     this.#opts = opts;
@@ -199,10 +208,22 @@ class Proxy {
       stderr.write(chunk);
     });
     child.stdout!.on("data", (chunk: Uint8Array) => {
-      this.#pump(this.#fromAgent, chunk, this.#toClient, (line) => this.#fromAgentLine(line));
+      this.#pump(
+        this.#fromAgent,
+        chunk,
+        this.#toClient,
+        (line) => this.#fromAgentLine(line),
+        (piece, end) => this.#agentPassing(piece, end),
+      );
     });
     const onClientData = (chunk: Uint8Array) =>
-      this.#pump(this.#fromClient, chunk, this.#toAgent, (line) => this.#fromClientLine(line));
+      this.#pump(
+        this.#fromClient,
+        chunk,
+        this.#toAgent,
+        (line) => this.#fromClientLine(line),
+        (_piece, end) => this.#clientPassing(end),
+      );
     const onClientEnd = () => void this.#clientClosed();
     input.on("data", onClientData);
     input.once("end", onClientEnd);
@@ -221,10 +242,12 @@ class Proxy {
     if (this.#ticker) clearInterval(this.#ticker);
     for (const { timer } of this.#expiring.values()) clearTimeout(timer);
 
-    this.#fromAgent.end((segment) => this.#route(segment, this.#toClient, (l) => this.#fromAgentLine(l)));
-    this.#toClient.closeLine();
+    this.#fromAgent.end((segment) =>
+      this.#route(segment, this.#toClient, (l) => this.#fromAgentLine(l))
+    );
     this.#answerOrphans(exit.code, exit.signal);
     while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
+    this.#toClient.finish();
     await this.#toClient.flushed();
     const exitCode = exit.signal !== null ? signalExitCode(exit.signal) : exit.code ?? 1;
     this.#log(
@@ -239,12 +262,14 @@ class Proxy {
     chunk: Uint8Array,
     out: LineOutput,
     inspect: (line: Uint8Array) => Verdict,
+    passing: (piece: Uint8Array, end: boolean) => void = () => {},
   ): void {
     let run: Uint8Array | null = null;
     const flush = () => {
       if (run) out.write(run), run = null;
     };
     splitter.push(chunk, (segment) => {
+      if (segment.kind === "pass") passing(segment.bytes, segment.end);
       const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
       if (verdict === null) {
         const b = segment.bytes;
@@ -274,7 +299,34 @@ class Proxy {
     else if (verdict.replace) out.write(verdict.replace);
   }
 
+  /**
+   * A piece of an agent line too long to inspect. Its first bytes may name the session;
+   * otherwise every running turn counts it, so none is taken for an empty one.
+   */
+  #agentPassing(piece: Uint8Array, end: boolean): void {
+    const first = !this.#agentOversize;
+    this.#agentOversize = !end;
+    if (this.#turns.size === 0) return;
+    const now = this.#now();
+    if (!first) {
+      for (const turn of this.#turns.all()) turn.lastActivityAt = now;
+      return;
+    }
+    const sessionId = sessionIdInPrefix(decoder.decode(piece.subarray(0, 4096)));
+    const own = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
+    for (const turn of own ? [own] : this.#turns.all()) observeUninspected(turn, now);
+    this.#log(`an agent line longer than the inspection limit is passing through unread`);
+  }
+
   // ---------------------------------------------------------------- client → agent
+
+  /** A piece of a client line too long to inspect: a request in it is not tracked. */
+  #clientPassing(end: boolean): void {
+    if (!this.#clientOversize) {
+      this.#log("a client line longer than the inspection limit is passing through unread");
+    }
+    this.#clientOversize = !end;
+  }
 
   #fromClientLine(line: Uint8Array): Verdict {
     const message = parseMessage(line);
@@ -312,7 +364,12 @@ class Proxy {
     }
   }
 
-  #startTurn(message: Message & { kind: "request" }, sessionId: string, line: Uint8Array, now: number) {
+  #startTurn(
+    message: Message & { kind: "request" },
+    sessionId: string,
+    line: Uint8Array,
+    now: number,
+  ) {
     const params = message.params as Record<string, unknown>;
     const turn = this.#turns.start({
       sessionId,
@@ -509,9 +566,15 @@ class Proxy {
       }
       if (now - turn.lastActivityAt < timeoutMs) continue;
       this.#log(
-        `session ${turn.sessionId} turn ${turn.turn}: silent for ${now - turn.lastActivityAt} ms; sending session/cancel`,
+        `session ${turn.sessionId} turn ${turn.turn}: silent for ${
+          now - turn.lastActivityAt
+        } ms; sending session/cancel`,
       );
-      const cancel = { jsonrpc: "2.0", method: "session/cancel", params: { sessionId: turn.sessionId } };
+      const cancel = {
+        jsonrpc: "2.0",
+        method: "session/cancel",
+        params: { sessionId: turn.sessionId },
+      };
       this.#toAgent.inject(encodeLine(cancel, "\n"));
       const timer = setTimeout(() => this.#expire(turn, timeoutMs), this.#grace());
       this.#expiring.set(turn, { timer });
@@ -525,7 +588,9 @@ class Proxy {
     this.#turns.end(turn);
     const request = this.#clientPending.get(turn.requestId);
     if (request) request.answered = true;
-    this.#inject(this.#finishTurn(turn, { kind: "timeout", silentMs: timeoutMs }, null, this.#now()));
+    this.#inject(
+      this.#finishTurn(turn, { kind: "timeout", silentMs: timeoutMs }, null, this.#now()),
+    );
   }
 
   // ---------------------------------------------------------------- shutdown

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { AGENT, BUN, MAIN, ROOT, scratch, type Scratch, testEnv } from "./fixtures/acp/harness.ts";
+import { AGENT, BUN, MAIN, ROOT, type Scratch, scratch, testEnv } from "./fixtures/acp/harness.ts";
 
 const ACPX = join(ROOT, "node_modules/.bin/acpx");
 

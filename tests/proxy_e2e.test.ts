@@ -39,7 +39,10 @@ describe("pass-through and turn tracking", () => {
     });
     expect(response).toEqual({ stopReason: "end_turn" });
     expect(updates.map((u) => u.update)).toEqual(
-      Array(3).fill({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "héllo wörld" } }),
+      Array(3).fill({
+        sessionUpdate: "agent_message_chunk",
+        content: { type: "text", text: "héllo wörld" },
+      }),
     );
     expect(await p.exited).toEqual({ code: 0, signal: null });
     const [o] = readOutcomes(s.outcomes);
@@ -134,6 +137,27 @@ describe("pass-through and turn tracking", () => {
   });
 });
 
+describe("lines longer than the inspection limit", () => {
+  test("pass unread and still count as streamed output", async () => {
+    const s = scratch();
+    const p = proxy(s, ["--max-line-bytes", "1000"]);
+    const { response, updates } = await withClient(p, async (ctx, updates) => {
+      const response = await prompt(ctx, await openSession(ctx), "long-and-log 5000");
+      return { response, updates };
+    });
+    expect(response).toEqual({ stopReason: "end_turn" });
+    expect(updates.map((u) => u.update)).toEqual([
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "z".repeat(5000) } },
+    ]);
+    await p.exited;
+    const [o] = readOutcomes(s.outcomes);
+    expect([o.status, o.error, o.reply]).toEqual(["ok", null, { chars: 0, text: "" }]);
+    expect(o.diagnostics).toEqual([
+      "1 agent line(s) longer than the inspection limit passed through unread; reply.chars does not count their text",
+    ]);
+  });
+});
+
 describe("end_turn with nothing streamed", () => {
   test("a cause in the turn's log is surfaced as a -32603 error", async () => {
     const s = scratch();
@@ -205,7 +229,9 @@ describe("agent errors", () => {
       return await rejection(prompt(ctx, await openSession(ctx), "error-gemini"));
     });
     expect(err.code).toBe(429);
-    expect(JSON.parse(err.message)).toMatchObject({ error: { code: 429, status: "RESOURCE_EXHAUSTED" } });
+    expect(JSON.parse(err.message)).toMatchObject({
+      error: { code: 429, status: "RESOURCE_EXHAUSTED" },
+    });
     expect((err.data as { turnguard: unknown }).turnguard).toMatchObject({
       status: "failed",
       category: "quota",
@@ -264,7 +290,11 @@ describe("agent errors", () => {
     const err = await withClient(p, async (ctx) => {
       return await rejection(prompt(ctx, await openSession(ctx), "error-string-data"));
     });
-    expect([err.code, err.message, err.data]).toEqual([-32603, "429 Too Many Requests", "see upstream"]);
+    expect([err.code, err.message, err.data]).toEqual([
+      -32603,
+      "429 Too Many Requests",
+      "see upstream",
+    ]);
     await p.exited;
     expect(readOutcomes(s.outcomes)[0].error).toMatchObject({
       category: "rate_limit",

@@ -278,9 +278,15 @@ describe("start-up failures", () => {
   for (
     const [args, message] of [
       [[], "proxy: missing the agent command (turnguard proxy [OPTIONS] -- AGENT_CMD [ARGS...])"],
-      [["--turn-timeout", "soon", "--", "cat"], '--turn-timeout: expected a number of seconds, got "soon"'],
+      [
+        ["--turn-timeout", "soon", "--", "cat"],
+        '--turn-timeout: expected a number of seconds, got "soon"',
+      ],
       [["--turn-timeout", "0", "--", "cat"], "--turn-timeout: must be more than 0 seconds"],
-      [["--max-line-bytes", "0", "--", "cat"], '--max-line-bytes: expected a whole number of bytes (at least 1), got "0"'],
+      [
+        ["--max-line-bytes", "0", "--", "cat"],
+        '--max-line-bytes: expected a whole number of bytes (at least 1), got "0"',
+      ],
       [["--bogus", "--", "cat"], "proxy: Unknown option '--bogus'"],
       [["--agent", "nobody", "--", "cat"], "--agent nobody: no such agent profile"],
     ] as const
@@ -300,7 +306,9 @@ describe("start-up failures", () => {
     const r = run(s, ["--outcome-file", join(s.dir, "missing", "o.jsonl"), "--", "cat"]);
     expect([r.status, r.stderr]).toEqual([
       2,
-      `turnguard: --outcome-file ${join(s.dir, "missing", "o.jsonl")}: cannot open for appending (ENOENT)\n`,
+      `turnguard: --outcome-file ${
+        join(s.dir, "missing", "o.jsonl")
+      }: cannot open for appending (ENOENT)\n`,
     ]);
   });
 });

@@ -232,7 +232,9 @@ describe("usage and config errors exit 2 before any agent starts", () => {
   test("unknown --agent", async () => {
     const r = await turnguard(["run", "--agent", "nope", "--", "true"], { env: env() });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe("turnguard: --agent nope: no such agent profile (known: agy)\n");
+    expect(r.stderr).toBe(
+      "turnguard: --agent nope: no such agent profile (known: agy, gemini, claude, codex)\n",
+    );
   });
   test("a bad regex names file, line and key; the agent never runs", async () => {
     const cfg = join(home, "bad.toml");

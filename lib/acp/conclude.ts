@@ -125,6 +125,11 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     decision = readFailureText(turn, textAnchors, endedAt, decision, diagnostics);
   }
 
+  if (turn.uninspected > 0) {
+    diagnostics.push(
+      `${turn.uninspected} agent line(s) longer than the inspection limit passed through unread; reply.chars does not count their text`,
+    );
+  }
   const outcome = buildOutcome({
     mode: "proxy",
     agent: input.agent,
@@ -180,7 +185,11 @@ function readFailureText(
   };
 }
 
-function replacement(input: ConcludeInput, outcome: Outcome, decision: Decision): JsonObject | null {
+function replacement(
+  input: ConcludeInput,
+  outcome: Outcome,
+  decision: Decision,
+): JsonObject | null {
   const { end, turn } = input;
   const data = turnguardData(outcome);
   switch (end.kind) {

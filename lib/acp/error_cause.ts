@@ -13,7 +13,7 @@ import { utf8Length } from "../text.ts";
 import { isObject, type JsonObject } from "./jsonrpc.ts";
 
 /** How deep provider JSON is followed (JSON inside a string inside JSON...). */
-const MAX_DEPTH = 6;
+const MAX_DEPTH = 16;
 
 /** Messages that say nothing by themselves; the error's data is read instead. */
 const GENERIC_MESSAGE = /^\s*(?:internal error|error|unknown error|an error occurred)?\s*\.?\s*$/i;

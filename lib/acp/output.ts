@@ -31,12 +31,14 @@ export class LineOutput {
     sink.on("drain", () => {
       this.#sinkFull = false;
       this.#pressure();
+      this.#notifyIdle();
     });
     sink.on("error", () => {
       // The reader went away: drop what is left, never crash the proxy.
       this.#broken = true;
       this.#sinkFull = false;
       this.#pressure();
+      this.#notifyIdle();
     });
   }
 
@@ -48,9 +50,19 @@ export class LineOutput {
   /** Forwards bytes: whole lines, or a piece of a line that is streaming through. */
   write(bytes: Uint8Array): void {
     if (bytes.length === 0) return;
+    if (this.#waiting.length > 0) {
+      // Our lines go right after the line that is streaming ends.
+      const nl = bytes.indexOf(LF);
+      if (nl !== -1) {
+        this.#enqueue({ bytes: bytes.subarray(0, nl + 1), ready: true });
+        this.#atBoundary = true;
+        this.#releaseWaiting();
+        this.write(bytes.subarray(nl + 1));
+        return;
+      }
+    }
     this.#atBoundary = bytes[bytes.length - 1] === LF;
     this.#enqueue({ bytes, ready: true });
-    if (this.#atBoundary && this.#waiting.length > 0) this.#releaseWaiting();
   }
 
   /**
@@ -75,17 +87,28 @@ export class LineOutput {
   }
 
   /**
-   * Ends an unterminated last line with `\n` so that lines injected after it stay lines
-   * of their own (used once the peer's stream has ended).
+   * The peer's stream has ended: when lines of turnguard's own still wait for a boundary,
+   * the unterminated last line is ended with `\n` so they go out as lines of their own.
    */
-  closeLine(): void {
-    if (!this.#atBoundary) this.write(new Uint8Array([LF]));
+  finish(): void {
+    if (this.#waiting.length > 0) this.write(new Uint8Array([LF]));
   }
 
-  /** Resolves once everything put in so far has been handed to the sink. */
+  /** Resolves once everything put in so far has been taken by the sink (not buffered). */
   flushed(): Promise<void> {
-    if (this.#queue.length === 0) return Promise.resolve();
+    if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #isIdle(): boolean {
+    return this.#queue.length === 0 && (!this.#sinkFull || this.#broken);
+  }
+
+  #notifyIdle(): void {
+    if (!this.#isIdle()) return;
+    const idle = this.#idle;
+    this.#idle = [];
+    for (const resolve of idle) resolve();
   }
 
   /** Flushes, then ends the sink. */
@@ -116,11 +139,7 @@ export class LineOutput {
       this.#queuedBytes -= entry.bytes?.length ?? 0;
       this.#send(entry.bytes);
     }
-    if (this.#queue.length === 0) {
-      const idle = this.#idle;
-      this.#idle = [];
-      for (const resolve of idle) resolve();
-    }
+    this.#notifyIdle();
     this.#pressure();
   }
 

@@ -39,6 +39,8 @@ export interface Turn {
   /** Message text kept (bounded: see `turnText`). */
   textParts: string[];
   textKept: number;
+  /** Agent lines longer than the inspection limit passed during the turn (not read). */
+  uninspected: number;
   /** Tool calls merged by `toolCallId`, in order of first appearance. */
   toolCalls: Map<string, ToolCallState>;
   /** The client sent `session/cancel` (or turnguard did, on timeout). */
@@ -66,6 +68,7 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     activity: 0,
     textParts: [],
     textKept: 0,
+    uninspected: 0,
     toolCalls: new Map(),
     cancelled: false,
     lastActivityAt: start.startedAt,
@@ -112,6 +115,27 @@ export function mergeToolCall(calls: Map<string, ToolCallState>, update: JsonObj
   const { sessionUpdate: _kind, ...fields } = update;
   const prev = calls.get(toolCallId);
   calls.set(toolCallId, { ...prev, ...fields, toolCallId } as ToolCallState);
+}
+
+/**
+ * Counts an agent line too long to inspect as output of the turn: its text is not read,
+ * but the agent did stream something (so the turn is never taken for an empty one).
+ */
+export function observeUninspected(turn: Turn, now: number): void {
+  turn.uninspected++;
+  turn.activity++;
+  turn.lastActivityAt = now;
+}
+
+/** The session an over-limit line names in its first bytes (`"sessionId":"..."`), if any. */
+export function sessionIdInPrefix(prefix: string): string | null {
+  const m = prefix.match(/"sessionId"\s*:\s*"((?:[^"\\]|\\.)*)"/);
+  if (!m) return null;
+  try {
+    return JSON.parse(`"${m[1]}"`) as string;
+  } catch {
+    return null;
+  }
 }
 
 /** The turn's message text, at most REPLY_TEXT_BYTES of UTF-8, cut on a character. */

@@ -9,7 +9,13 @@ import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 
 /** The profile unknown commands get: no logs, every anchor not tied to an agent. */
-const OTHER: Profile = { name: "(other commands)", match: [], logs: [], logFormat: "plain", anchors: null };
+const OTHER: Profile = {
+  name: "(other commands)",
+  match: [],
+  logs: [],
+  logFormat: "plain",
+  anchors: null,
+};
 
 function describeAnchor(a: LoadedAnchor) {
   return { id: a.id, priority: a.priority, on: a.on, origin: a.origin ?? null };
@@ -38,7 +44,9 @@ export function formatCheck(report: ReturnType<typeof checkReport>): string {
   const out = [`config: ${report.files.join(", ")}`];
   out.push(
     report.plugins.length > 0
-      ? `code plugins (${report.pluginBudgetMs} ms per plugin per turn): ${report.plugins.join(", ")}`
+      ? `code plugins (${report.pluginBudgetMs} ms per plugin per turn): ${
+        report.plugins.join(", ")
+      }`
       : "code plugins: none",
   );
   for (const p of report.profiles) {
@@ -47,7 +55,9 @@ export function formatCheck(report: ReturnType<typeof checkReport>): string {
     if (p.logs.length > 0) out.push(`  logs (${p.logFormat}): ${p.logs.join(", ")}`);
     out.push(`  anchors (${p.anchors.length}):`);
     for (const a of [...p.anchors].sort((x, y) => y.priority - x.priority)) {
-      out.push(`    ${a.id}  priority ${a.priority}  on ${a.on.join(",")}  ${a.origin ?? ""}`.trimEnd());
+      out.push(
+        `    ${a.id}  priority ${a.priority}  on ${a.on.join(",")}  ${a.origin ?? ""}`.trimEnd(),
+      );
     }
   }
   out.push(`publish detectors (${report.detectors.length}, every profile):`);

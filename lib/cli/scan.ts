@@ -186,7 +186,9 @@ export async function scanCommand(argv: string[]): Promise<number> {
     scans.forEach((s, i) => {
       if (s.turnCause) {
         process.stdout.write(
-          `${sources[i].label}: a turn would report line ${s.turnCause.line} (${s.turnCause.anchor})\n`,
+          `${
+            sources[i].label
+          }: a turn would report line ${s.turnCause.line} (${s.turnCause.anchor})\n`,
         );
       }
     });

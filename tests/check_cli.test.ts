@@ -1,0 +1,148 @@
+/** `turnguard check`: what is active per profile, JSON, and exit 2 with the first error. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as v from "valibot";
+import { AnchorSchema } from "../lib/plugin.ts";
+import { explain } from "../lib/explain.ts";
+import { turnguard } from "./helpers/cli.ts";
+
+let home: string;
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "tg-check-"));
+});
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+const tg = (args: string[]) =>
+  turnguard(args, {
+    env: { HOME: home, XDG_CONFIG_HOME: join(home, ".config"), TURNGUARD_CONFIG: undefined },
+    cwd: home,
+  });
+const config = (name: string, text: string) => {
+  const path = join(home, name);
+  writeFileSync(path, text);
+  return path;
+};
+
+describe("turnguard check", () => {
+  test("prints the active anchors per profile and exits 0", async () => {
+    const r = await tg(["check"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe("config: <embedded anchors.toml>");
+    expect(lines[1]).toBe("code plugins: none");
+    expect(lines[2]).toBe("profile agy — matches agy, antigravity");
+    expect(lines[3]).toBe("  logs (glog): $HOME/.gemini/antigravity-cli/log/cli-*.log");
+    expect(lines[5]).toBe("    agy.executor  priority 300  on log  <embedded anchors.toml>:41");
+    expect(lines).toContain("profile claude — matches claude-agent-acp, claude-code-acp");
+    expect(lines).toContain("profile (other commands)");
+    expect(lines).toContain("    claude.error-kind  priority 160  on error  builtin:claude");
+    const json = JSON.parse((await tg(["check", "--json"])).stdout);
+    const ids = new Set<string>(
+      json.profiles.flatMap((p: { anchors: { id: string }[] }) => p.anchors.map((a) => a.id)),
+    );
+    expect(lines.at(-1)).toBe(
+      `ok: 4 profile(s), ${ids.size} anchor(s), ${json.detectors.length} detector(s), 0 code plugin file(s)`,
+    );
+  });
+
+  test("--json: agent-bound anchors only in their profile", async () => {
+    const r = await tg(["check", "--json"]);
+    const report = JSON.parse(r.stdout);
+    expect(report.profiles.map((p: { name: string }) => p.name)).toEqual([
+      "agy",
+      "gemini",
+      "claude",
+      "codex",
+      "(other commands)",
+    ]);
+    const ids = (name: string) =>
+      report.profiles.find((p: { name: string }) => p.name === name).anchors.map((
+        a: { id: string },
+      ) => a.id);
+    expect(ids("agy")).toContain("agy.executor");
+    expect(ids("gemini")).not.toContain("agy.executor");
+    expect(ids("(other commands)")).toContain("generic.quota");
+    expect(report.pluginBudgetMs).toBe(2000);
+  });
+
+  test("a user file's budget and anchors are merged in", async () => {
+    const path = config(
+      "ok.toml",
+      'plugin_budget_ms = 750\n[[anchor]]\nid = "mine.boom"\nliteral = "BOOM"\nagents = ["codex"]\n',
+    );
+    const report = JSON.parse((await tg(["check", "--json", "--config", path])).stdout);
+    expect(report.files).toEqual(["<embedded anchors.toml>", path]);
+    expect(report.pluginBudgetMs).toBe(750);
+    const codex = report.profiles.find((p: { name: string }) => p.name === "codex");
+    expect(codex.anchors).toContainEqual({
+      id: "mine.boom",
+      priority: 0,
+      on: ["log"],
+      origin: `${path}:2`,
+    });
+  });
+
+  test("exit 2 with the first error, naming file, line and key", async () => {
+    const cases: Array<[string, string, (p: string) => string]> = [
+      [
+        "budget.toml",
+        "plugin_budget_ms = 0\n",
+        (p) => `turnguard: ${p}:1: plugin_budget_ms: Invalid value: Expected >=1 but received 0\n`,
+      ],
+      [
+        "regex.toml",
+        '[[anchor]]\nid = "x"\nregex = "("\n',
+        (p) => `turnguard: ${p}:3: anchor[0].regex: is not a valid regular expression\n`,
+      ],
+      [
+        "key.toml",
+        'plugin = ["a.ts"]\n',
+        (p) => `turnguard: ${p}:1: plugin: unknown key \`plugin\`\n`,
+      ],
+    ];
+    for (const [name, text, expected] of cases) {
+      const path = config(name, text);
+      const r = await tg(["check", "--config", path]);
+      expect({ name, stdout: r.stdout, stderr: r.stderr, code: r.code }).toEqual({
+        name,
+        stdout: "",
+        stderr: expected(path),
+        code: 2,
+      });
+    }
+    const missing = await tg(["check", "--config", join(home, "none.toml")]);
+    expect(missing.stderr).toBe(
+      `turnguard: ${join(home, "none.toml")}: cannot read config file (ENOENT)\n`,
+    );
+    expect(missing.code).toBe(2);
+  });
+});
+
+describe("explain (pure)", () => {
+  const anchor = (id: string, priority: number) =>
+    v.parse(AnchorSchema, {
+      id,
+      priority,
+      on: ["text"],
+      match: (i: { text: string }) => (i.text.includes("x") ? { cause: id } : null),
+    });
+  test("a tie on priority is won by load order, and the loser is named", () => {
+    const e = explain([anchor("a", 1), anchor("b", 5), anchor("c", 5)], {
+      kind: "text",
+      text: "x",
+    });
+    expect(e.trials.map((t) => [t.anchor.id, t.order, t.result])).toEqual([
+      ["b", 1, "matched"],
+      ["c", 2, "matched"],
+      ["a", 3, "matched"],
+    ]);
+    expect(e.winner?.anchor.id).toBe("b");
+    expect(e.why).toBe(
+      "b has the highest priority (5) of the 3 anchors that matched; c matched with the same " +
+        "priority but load later",
+    );
+  });
+});
