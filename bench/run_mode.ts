@@ -74,12 +74,20 @@ try {
   const f = (n: number) => n.toFixed(1);
   console.log("| measure | p50 ms | p99 ms |");
   console.log("| --- | --- | --- |");
-  console.log(`| \`/bin/true\` alone (30 runs) | ${f(percentile(direct, 50))} | ${f(percentile(direct, 99))} |`);
   console.log(
-    `| \`dist/turnguard run --agent agy -- /bin/true\` (30 runs) | ${f(percentile(wrapped, 50))} | ${f(percentile(wrapped, 99))} |`,
+    `| \`/bin/true\` alone (30 runs) | ${f(percentile(direct, 50))} | ${
+      f(percentile(direct, 99))
+    } |`,
   );
   console.log(
-    `| snapshot + scan: 200 logs of 1 MiB, 20 grew by 300 KB (10 runs) | ${f(percentile(scanTimes, 50))} | ${f(percentile(scanTimes, 99))} |`,
+    `| \`dist/turnguard run --agent agy -- /bin/true\` (30 runs) | ${
+      f(percentile(wrapped, 50))
+    } | ${f(percentile(wrapped, 99))} |`,
+  );
+  console.log(
+    `| snapshot + scan: 200 logs of 1 MiB, 20 grew by 300 KB (10 runs) | ${
+      f(percentile(scanTimes, 50))
+    } | ${f(percentile(scanTimes, 99))} |`,
   );
 } finally {
   rmSync(home, { recursive: true, force: true });

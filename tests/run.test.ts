@@ -181,13 +181,18 @@ describe("signals and exit codes", () => {
     const seen = join(home, "seen");
     writeFileSync(
       agent,
-      `process.on("SIGQUIT", () => { require("node:fs").writeFileSync(${JSON.stringify(seen)}, "quit"); process.exit(7); });
+      `process.on("SIGQUIT", () => { require("node:fs").writeFileSync(${
+        JSON.stringify(seen)
+      }, "quit"); process.exit(7); });
        console.error("ready"); setTimeout(() => {}, 30000);`,
     );
     const r = await turnguard(["run", "--outcome-json", "--", BUN, agent], {
       env: env(),
       onSpawn: (child) =>
-        child.stderr!.on("data", (c: Buffer) => c.toString().includes("ready") && child.kill("SIGQUIT")),
+        child.stderr!.on(
+          "data",
+          (c: Buffer) => c.toString().includes("ready") && child.kill("SIGQUIT"),
+        ),
     });
     expect(readFileSync(seen, "utf8")).toBe("quit");
     expect(r.code).toBe(7);
@@ -288,7 +293,9 @@ describe("diagnostics and schema", () => {
     const agy = await turnguard(["run", "-v", "--agent", "agy", "--", "true"], { env: env() });
     expect(agy.code).toBe(0);
     expect(agy.stderr).toBe(
-      `turnguard: log directory ${join(home, ".gemini/antigravity-cli/log")} does not exist (yet)\n`,
+      `turnguard: log directory ${
+        join(home, ".gemini/antigravity-cli/log")
+      } does not exist (yet)\n`,
     );
   });
 
@@ -298,9 +305,30 @@ describe("diagnostics and schema", () => {
     const schema = JSON.parse(r.stdout);
     expect(schema.type).toBe("object");
     expect(schema.required).toEqual([
-      "v", "mode", "agent", "session", "turn", "startedAt", "endedAt", "durationMs", "status",
-      "stopReason", "exit", "error", "retry", "reply", "publish", "diagnostics",
+      "v",
+      "mode",
+      "agent",
+      "session",
+      "turn",
+      "startedAt",
+      "endedAt",
+      "durationMs",
+      "status",
+      "stopReason",
+      "exit",
+      "error",
+      "retry",
+      "reply",
+      "publish",
+      "diagnostics",
     ]);
-    expect(schema.properties.status.enum).toEqual(["ok", "empty", "failed", "cancelled", "refused", "truncated"]);
+    expect(schema.properties.status.enum).toEqual([
+      "ok",
+      "empty",
+      "failed",
+      "cancelled",
+      "refused",
+      "truncated",
+    ]);
   });
 });
