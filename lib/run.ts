@@ -3,7 +3,7 @@
  * streams passed through byte for byte, forwards signals, then scans, decides and emits.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { classify } from "./classify.ts";
 import type { Profile } from "./config.ts";
 import { type Cause, decide, type TurnFacts } from "./decide.ts";
@@ -15,6 +15,9 @@ import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { capUtf8, lastLines } from "./text.ts";
+import { concatBytes, Head, Tail } from "./byte_window.ts";
+
+export { Tail };
 
 /** Bytes of the agent's stderr kept for the error message. */
 export const STDERR_TAIL_BYTES = 8 * 1024;
@@ -47,26 +50,8 @@ export interface RunResult {
   swallowed: boolean;
   /** The agent wrote nothing on stderr, so a failure needs turnguard's own line. */
   stderrWasEmpty: boolean;
-}
-
-/** Collects the tail of a byte stream within a byte budget. */
-export class Tail {
-  #chunks: Uint8Array[] = [];
-  #size = 0;
-  constructor(readonly limit: number) {}
-  push(chunk: Uint8Array): void {
-    this.#chunks.push(chunk);
-    this.#size += chunk.length;
-    while (this.#size - this.#chunks[0].length >= this.limit) {
-      this.#size -= this.#chunks.shift()!.length;
-    }
-  }
-  text(): string {
-    const all = new Uint8Array(this.#size);
-    let at = 0;
-    for (const c of this.#chunks) all.set(c, at), at += c.length;
-    return new TextDecoder().decode(all.subarray(Math.max(0, this.#size - this.limit)));
-  }
+  /** The reader of stdout went away (EPIPE): the agent's failure is the pipeline's doing. */
+  readerGone: boolean;
 }
 
 /** Classifies a failing agent's stderr into a Cause with the profile's text anchors. */
@@ -88,8 +73,10 @@ export function stderrCause(
 export const STREAM_GRACE_MS = 2000;
 
 /**
- * Waits for the agent to exit, then for its output streams to end — at most
- * STREAM_GRACE_MS, since a grandchild it left behind may hold the pipes open forever.
+ * Waits for the agent to exit, then for its output streams to end. A grandchild the
+ * agent left behind may hold the pipes open forever, so once the streams have been idle
+ * for STREAM_GRACE_MS they are closed — but never while a stream is paused because its
+ * reader is slow: that data is still on its way, and no byte of it may be lost.
  */
 export function waitForExit(
   child: ChildProcess,
@@ -99,18 +86,60 @@ export function waitForExit(
       if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
     });
     child.once("exit", (code, signal) => {
-      const streams = [child.stdout, child.stderr].filter((s) => s && !s.readableEnded);
+      const streams = [child.stdout, child.stderr].filter((s): s is Readable =>
+        s !== null && !s.readableEnded && !s.destroyed
+      );
       let open = streams.length;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const finish = () => {
         clearTimeout(timer);
-        for (const s of streams) s!.destroy();
+        for (const s of streams) s.off("data", arm), s.destroy();
         resolve({ code, signal });
       };
-      const timer = setTimeout(finish, STREAM_GRACE_MS);
+      function arm() {
+        clearTimeout(timer);
+        timer = setTimeout(
+          () => streams.some((s) => s.isPaused()) ? arm() : finish(),
+          STREAM_GRACE_MS,
+        );
+      }
       if (open === 0) return finish();
-      for (const s of streams) s!.once("end", () => --open === 0 && finish());
+      for (const s of streams) {
+        s.on("data", arm);
+        s.once("close", () => --open === 0 && finish());
+      }
+      arm();
     });
   });
+}
+
+/**
+ * Copies `from` to `to` with backpressure, handing each chunk to `observe` first. When
+ * `to` breaks (its reader went away: EPIPE), `from` is destroyed so the agent meets a
+ * closed pipe as it would in a shell pipeline, instead of blocking on a full one.
+ */
+function pipeThrough(
+  from: Readable,
+  to: Writable,
+  observe: (chunk: Uint8Array) => void,
+  onBroken: () => void = () => {},
+): void {
+  let broken = false;
+  const onError = () => {
+    broken = true;
+    onBroken();
+    from.destroy();
+  };
+  to.on("error", onError);
+  from.on("data", (chunk: Uint8Array) => {
+    observe(chunk);
+    if (broken) return;
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", () => from.resume());
+    }
+  });
+  from.once("close", () => to.off("error", onError));
 }
 
 /** Runs one agent turn in print mode. */
@@ -133,27 +162,28 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
 
   const stderrTail = new Tail(STDERR_TAIL_BYTES);
   const captured: Uint8Array[] = [];
-  const kept = new Tail(REPLY_TEXT_BYTES);
+  const kept = new Head(REPLY_TEXT_BYTES);
   let outBytes = 0;
+  let meaningful = false;
+  let readerGone = false;
   const decoder = new TextDecoder();
   let chars = 0;
 
-  const pump = (from: NodeJS.ReadableStream, to: Writable, onChunk: (c: Uint8Array) => void) =>
-    from.on("data", (chunk: Uint8Array) => {
-      onChunk(chunk);
-      if (!to.write(chunk)) {
-        from.pause();
-        to.once("drain", () => from.resume());
-      }
-    });
-  child.stdout!.on("data", (chunk: Uint8Array) => {
+  const observeStdout = (chunk: Uint8Array) => {
     outBytes += chunk.length;
+    meaningful ||= hasNonSpace(chunk);
     chars += decoder.decode(chunk, { stream: true }).length;
     if (opts.captureStdout) captured.push(chunk);
     else kept.push(chunk);
-  });
-  if (!opts.captureStdout) pump(child.stdout!, opts.stdout, () => {});
-  pump(child.stderr!, opts.stderr, (c) => stderrTail.push(c));
+  };
+  if (opts.captureStdout) child.stdout!.on("data", observeStdout);
+  else {
+    pipeThrough(child.stdout!, opts.stdout, observeStdout, () => {
+      readerGone = true;
+      diagnostics.push("the reader of stdout went away (broken pipe); the agent's output was cut");
+    });
+  }
+  pipeThrough(child.stderr!, opts.stderr, (c) => stderrTail.push(c));
 
   const exit = await waitForExit(child);
   stopForwarding();
@@ -183,12 +213,15 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     agentError: failedItself
       ? stderrCause(stderrTail.text(), exit.code, opts.anchors, endedAt, diagnostics)
       : null,
-    output: outBytes,
+    // Whitespace alone is no answer: a swallowed failure behind a lone newline still shows.
+    output: meaningful ? outBytes : 0,
     logCause: log.cause,
     timeout: null,
   };
   const decision = decide(facts);
-  const replyText = opts.captureStdout ? concatText(captured) : kept.text();
+  const replyText = opts.captureStdout
+    ? new TextDecoder().decode(concatBytes(captured))
+    : kept.text();
   const outcome = buildOutcome({
     mode: "run",
     agent: opts.profile.name,
@@ -211,15 +244,14 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     exitCode,
     swallowed: decision.swallowed,
     stderrWasEmpty: stderrTail.text().trim() === "",
+    readerGone,
   };
 }
 
-function concatText(chunks: Uint8Array[]): string {
-  const total = chunks.reduce((n, c) => n + c.length, 0);
-  const all = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) all.set(c, at), at += c.length;
-  return new TextDecoder().decode(all);
+/** Whether a chunk holds anything but ASCII white space. */
+function hasNonSpace(chunk: Uint8Array): boolean {
+  for (const b of chunk) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return true;
+  return false;
 }
 
 function spawnFailure(
@@ -253,5 +285,5 @@ function spawnFailure(
     publish: null,
     diagnostics,
   }, decision);
-  return { outcome, exitCode, swallowed: false, stderrWasEmpty: true };
+  return { outcome, exitCode, swallowed: false, stderrWasEmpty: true, readerGone: false };
 }

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { OutcomeSchema } from "../lib/outcome.ts";
-import { BUN, FAKE_AGY, turnguard } from "./helpers/cli.ts";
+import { spawn } from "node:child_process";
+import { BUN, FAKE_AGY, MAIN, turnguard } from "./helpers/cli.ts";
 
 let home: string;
 beforeEach(() => {
@@ -141,6 +142,51 @@ describe("turnguard run with a fake agy", () => {
     const r = await turnguard(["run", "--outcome-json", "--", agent], { env: env() });
     expect(JSON.parse(r.stdout).reply.text).toBe("answer\n");
     expect(Date.now() - started).toBeLessThan(20_000);
+  });
+});
+
+describe("pass-through under pressure", () => {
+  test("a slow reader still gets every byte after the agent has exited", async () => {
+    const child = spawn(BUN, [MAIN, "run", "--", "sh", "-c", "head -c 300000 /dev/zero"], {
+      env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let received = 0;
+    child.stdout!.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+      child.stdout!.pause();
+      setTimeout(() => child.stdout!.resume(), 600);
+    });
+    const ended = new Promise((done) => child.stdout!.once("end", done));
+    const code = await new Promise((done) => child.on("close", done));
+    await ended;
+    expect(received).toBe(300000);
+    expect(code).toBe(0);
+  });
+
+  test("a reader that goes away does not hang the wrapper (agent | head)", async () => {
+    const child = spawn(BUN, [MAIN, "run", "--", "sh", "-c", "yes | head -c 30000000"], {
+      env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr!.on("data", (c) => (stderr += c));
+    child.stdout!.once("data", () => child.stdout!.destroy());
+    const code = await new Promise((done) => child.on("close", done));
+    // The agent meets a closed pipe (SIGPIPE, or ECONNRESET on a socket pair) and stops;
+    // turnguard neither hangs nor crashes nor adds a failure line of its own.
+    expect(code).not.toBe(0);
+    expect(stderr).not.toContain("turnguard");
+    expect(stderr).not.toContain("EPIPE");
+  });
+
+  test("whitespace alone is no answer: a swallowed quota failure still shows", async () => {
+    const agent = join(home, "agy");
+    writeFileSync(agent, `#!/bin/sh\nFAKE_AGY=quota "${FAKE_AGY}" "$@"\necho\n`, { mode: 0o755 });
+    const r = await turnguard(["run", "--", agent], { env: env() });
+    expect(r.stdout).toBe("\n");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toStartWith("turnguard: agy failed (quota): agent executor error:");
   });
 });
 

@@ -91,7 +91,8 @@ export async function runCommand(argv: string[]): Promise<number> {
 function reportAttempt(result: RunResult, verbose: boolean, warn: (line: string) => void): void {
   const { outcome } = result;
   if (verbose) { for (const d of outcome.diagnostics) warn(`turnguard: ${d}`); }
-  if (outcome.status === "failed" && outcome.error && (result.swallowed || result.stderrWasEmpty)) {
+  const unseen = result.swallowed || (result.stderrWasEmpty && !result.readerGone);
+  if (outcome.status === "failed" && outcome.error && unseen) {
     warn(failureLine(outcome.agent, outcome.error, outcome.retry));
   }
 }
