@@ -8,14 +8,22 @@ import type { AnchorHit, LoadedAnchor } from "./plugin.ts";
 import { parseRecovery } from "./retry_hint.ts";
 import { formatDuration } from "./text.ts";
 
-/** Categories a later attempt can fix by itself (quota only once it has reset). */
+/**
+ * Categories a later attempt can fix by itself (quota only once it has reset). A timeout
+ * is not among them: a turn that went silent may have done work, so repeating it is the
+ * operator's call, not an automatic one.
+ */
 export const RETRYABLE: ReadonlySet<Category> = new Set([
   "quota",
   "rate_limit",
   "capacity",
   "network",
-  "timeout",
 ]);
+
+/** Whether a failure may be retried: a retryable category, and a quota only with a reset time. */
+export function isRetryable(category: Category, afterMs: number | null): boolean {
+  return RETRYABLE.has(category) && (category !== "quota" || afterMs !== null);
+}
 
 /** A classified failure: its category and the retry hint. */
 export interface Classification {
@@ -44,11 +52,12 @@ export function classify(
     retryFromText ??= finding?.hit.retry;
   }
   const parsed = parseRecovery(cause, now);
-  const afterMs = retryFromText?.afterMs ??
-    (retryFromText?.at ? Math.max(0, Date.parse(retryFromText.at) - now) : null) ??
+  const fromAt = retryFromText?.at ? Date.parse(retryFromText.at) - now : NaN;
+  const afterMs = finiteOrNull(retryFromText?.afterMs) ??
+    (Number.isFinite(fromAt) ? Math.max(0, fromAt) : null) ??
     parsed?.afterMs ?? null;
-  const at = retryFromText?.at ?? (afterMs !== null ? new Date(now + afterMs).toISOString() : null);
-  const retryable = RETRYABLE.has(category) && (category !== "quota" || afterMs !== null);
+  const at = afterMs !== null ? new Date(now + afterMs).toISOString() : null;
+  const retryable = isRetryable(category, afterMs);
   return { category, retry: { retryable, reason: retryReason(category, afterMs), afterMs, at } };
 }
 
@@ -59,4 +68,9 @@ export function retryReason(category: Category, afterMs: number | null): string 
     return category === "quota" ? "quota: no reset time given" : `${category}: retry with backoff`;
   }
   return `${category}: retry in ${formatDuration(afterMs)}`;
+}
+
+/** A usable delay (finite, not negative), or null. */
+function finiteOrNull(ms: number | undefined): number | null {
+  return ms !== undefined && Number.isFinite(ms) && ms >= 0 ? ms : null;
 }

@@ -9,6 +9,7 @@ import * as v from "valibot";
 import embeddedToml from "../anchors.toml" with { type: "text" };
 import { compileAnchor, DeclarativeAnchorSchema } from "./anchors.ts";
 import { ConfigError } from "./errors.ts";
+import { errCode } from "./logfs.ts";
 import { compileDetector, DeclarativeDetectorSchema } from "./publish/declarative.ts";
 import { type PublishTable, PublishTableSchema } from "./publish/settings.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
@@ -91,7 +92,7 @@ export function readConfigFile(path: string): ParsedConfigFile {
   try {
     source = readFileSync(path, "utf8");
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? "error";
+    const code = errCode(err);
     throw new ConfigError(path, null, null, `cannot read config file (${code})`);
   }
   return parseConfigText(path, source);
@@ -114,7 +115,10 @@ export function userConfigPath(
 ): string | null {
   if (flag !== undefined) return resolve(cwd, flag);
   if (env.TURNGUARD_CONFIG) return resolve(cwd, env.TURNGUARD_CONFIG);
-  const xdg = env.XDG_CONFIG_HOME || (env.HOME ? join(env.HOME, ".config") : null);
+  // A relative XDG_CONFIG_HOME is invalid by the XDG spec, and would load a config (and
+  // the plugins it names) from the working directory: it is ignored.
+  const xdgEnv = env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : "";
+  const xdg = xdgEnv || (env.HOME ? join(env.HOME, ".config") : null);
   if (!xdg) return null;
   const path = join(xdg, "turnguard", "anchors.toml");
   return existsSync(path) ? path : null;
@@ -173,9 +177,18 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
       detectors.set(decl.id, compileDetector(decl, `${file.path}${line ? `:${line}` : ""}`));
     });
     (file.data.plugins ?? []).forEach((p, i) => {
-      const base = file.path === EMBEDDED_PATH ? process.cwd() : dirname(file.path);
+      // Built-in code is compiled in; the embedded file naming a path would load code
+      // from wherever turnguard happens to run.
+      if (file.path === EMBEDDED_PATH) {
+        throw new ConfigError(
+          file.path,
+          locateKey(file.source, ["plugins", i]),
+          `plugins[${i}]`,
+          "the embedded defaults may not name code plugins",
+        );
+      }
       plugins.push({
-        path: isAbsolute(p) ? p : resolve(base, p),
+        path: isAbsolute(p) ? p : resolve(dirname(file.path), p),
         from: file.path,
         line: locateKey(file.source, ["plugins", i]),
       });

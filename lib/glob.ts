@@ -5,6 +5,7 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { errCode } from "./logfs.ts";
 
 /** Expands `$VAR`, `${VAR}` and a leading `~` from `env`; unset variables expand to "". */
 export function expandVars(pattern: string, env: Record<string, string | undefined>): string {
@@ -60,7 +61,7 @@ export function glob(
       try {
         names = readDir(base);
       } catch (err) {
-        problems.push({ path: base, code: (err as NodeJS.ErrnoException).code ?? "EIO" });
+        problems.push({ path: base, code: errCode(err) });
         continue;
       }
       for (const name of names.sort()) if (re.test(name)) next.push(join(base, name));

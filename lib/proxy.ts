@@ -12,13 +12,21 @@ import type { Readable, Writable } from "node:stream";
 import { errorText } from "./anchors.ts";
 import { concludeTurn, exitMessage, type TurnEnd } from "./acp/conclude.ts";
 import { encodeLine, idKey, type Message, parseMessage, sessionIdOf } from "./acp/jsonrpc.ts";
-import { DEFAULT_INSPECT_LIMIT, lineEnding, LineSplitter, type Segment } from "./acp/lines.ts";
+import {
+  DEFAULT_INSPECT_LIMIT,
+  joinBytes,
+  lineEnding,
+  LineSplitter,
+  type Segment,
+} from "./acp/lines.ts";
 import { LineOutput } from "./acp/output.ts";
+import { peekUpdate } from "./acp/peek.ts";
 import { errorResponse } from "./acp/rewrite.ts";
 import { PendingRequests } from "./acp/tracker.ts";
 import {
   observeUninspected,
   observeUpdate,
+  observeUpdateLine,
   sessionIdInPrefix,
   type Turn,
   Turns,
@@ -29,7 +37,7 @@ import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
-import { STDERR_TAIL_BYTES, Tail, waitForExit } from "./run.ts";
+import { STDERR_TAIL_BYTES, STREAM_GRACE_MS, Tail } from "./run.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { lastLines } from "./text.ts";
 
@@ -40,7 +48,9 @@ export const DEFAULT_GRACE_MS = 5000;
 /**
  * Seams for features that plug into the proxy (publish fallback, journal, retries).
  * `beforeRespond` runs after the turn is decided and before the response is forwarded;
- * the response waits for it, and what it returns is merged into the Outcome.
+ * the response waits for it, and what it returns is merged into the Outcome. The turn's
+ * tool calls (`turn.toolCalls`) are merged only when `beforeRespond` is set: without a
+ * reader they are just counted, which keeps long tool results off the parser.
  */
 export interface TurnHooks {
   /** A `session/prompt` started a turn. */
@@ -103,6 +113,8 @@ type Verdict =
 
 const PASS: Verdict = null;
 const DROP: Verdict = { replace: null };
+/** Pieces of one chunk are copied into one write up to this size, written apart beyond. */
+const JOIN_MAX_BYTES = 16 * 1024;
 const ID_KEY = Buffer.from('"id"');
 const decoder = new TextDecoder();
 
@@ -170,6 +182,9 @@ class Proxy {
   #agentGone = false;
   #agentOversize = false;
   #clientOversize = false;
+  /** When the agent last wrote anything, and whether turnguard holds its output back. */
+  #agentDataAt = 0;
+  #agentPaused = false;
 
   constructor(opts: ProxyOptions, child: ChildProcess) {
     this.#opts = opts;
@@ -184,15 +199,51 @@ class Proxy {
       else if (!this.#agentGone) opts.input.resume();
     });
     this.#toClient = new LineOutput(opts.output, (pause) => {
+      this.#agentPaused = pause;
       if (pause) child.stdout!.pause();
       else child.stdout!.resume();
     });
   }
 
+  /**
+   * Waits for the agent to exit and for its output to end. A grandchild it left behind may
+   * hold its pipes open forever, so once the agent is gone its streams are given up after
+   * a grace period without data — but never while turnguard itself holds them back for a
+   * slow client (that would lose the agent's last bytes).
+   */
+  async #agentExit(): Promise<{ code: number | null; signal: string | null }> {
+    const child = this.#child;
+    const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        resolve({ code: child.exitCode, signal: child.signalCode });
+      } else child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    const streams = [child.stdout!, child.stderr!].filter((s) => !s.readableEnded);
+    if (streams.length === 0) return exit;
+    await new Promise<void>((resolve) => {
+      let open = streams.length;
+      const ended = () => {
+        if (--open > 0) return;
+        clearInterval(watchdog);
+        resolve();
+      };
+      for (const s of streams) s.once("end", ended);
+      this.#agentDataAt = this.#now();
+      const watchdog = setInterval(() => {
+        if (this.#agentPaused || this.#now() - this.#agentDataAt < STREAM_GRACE_MS) return;
+        clearInterval(watchdog);
+        this.#log("the agent's output stayed open after it exited; closing it");
+        for (const s of streams) s.destroy();
+        resolve();
+      }, STREAM_GRACE_MS / 4);
+    });
+    return exit;
+  }
+
   async run(): Promise<ProxyResult> {
     const { input, stderr } = this.#opts;
     const child = this.#child;
-    const exited = waitForExit(child);
+    const exited = this.#agentExit();
     const stopSignals = this.#opts.forwardSignals === false
       ? () => {}
       : forwardSignals(child, (signal) => {
@@ -204,10 +255,12 @@ class Proxy {
 
     child.stdin!.on("error", () => {}); // the agent closed its stdin or died
     child.stderr!.on("data", (chunk: Uint8Array) => {
+      this.#agentDataAt = this.#now();
       this.#stderrTail.push(chunk);
       stderr.write(chunk);
     });
     child.stdout!.on("data", (chunk: Uint8Array) => {
+      this.#agentDataAt = this.#now();
       this.#pump(
         this.#fromAgent,
         chunk,
@@ -256,7 +309,10 @@ class Proxy {
     return { exitCode };
   }
 
-  /** Splits a chunk and forwards it, coalescing untouched lines into one write. */
+  /**
+   * Splits a chunk and forwards it. Untouched adjacent lines go out as one view of the
+   * chunk, so a chunk costs one or two writes, not one per line; small pieces are joined.
+   */
   #pump(
     splitter: LineSplitter,
     chunk: Uint8Array,
@@ -264,21 +320,41 @@ class Proxy {
     inspect: (line: Uint8Array) => Verdict,
     passing: (piece: Uint8Array, end: boolean) => void = () => {},
   ): void {
-    let run: Uint8Array | null = null;
+    // Pieces to write, and the current run of adjacent bytes of one buffer (kept as
+    // offsets until it is cut: adjacent memory holds the bytes in their order).
+    const pieces: Uint8Array[] = [];
+    let size = 0;
+    let runOf: ArrayBufferLike | null = null;
+    let runStart = 0;
+    let runEnd = 0;
+    const cutRun = () => {
+      if (runOf === null) return;
+      pieces.push(new Uint8Array(runOf, runStart, runEnd - runStart));
+      runOf = null;
+    };
     const flush = () => {
-      if (run) out.write(run), run = null;
+      cutRun();
+      if (pieces.length === 0) return;
+      if (pieces.length === 1) out.write(pieces[0]);
+      else if (size <= JOIN_MAX_BYTES) out.write(joinBytes(pieces, size));
+      else for (const piece of pieces) out.write(piece);
+      pieces.length = 0;
+      size = 0;
     };
     splitter.push(chunk, (segment) => {
       if (segment.kind === "pass") passing(segment.bytes, segment.end);
       const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
       if (verdict === null) {
         const b = segment.bytes;
-        if (run && run.buffer === b.buffer && run.byteOffset + run.length === b.byteOffset) {
-          run = new Uint8Array(b.buffer, run.byteOffset, run.length + b.length);
-        } else {
-          flush();
-          run = b;
+        size += b.length;
+        if (runOf === b.buffer && runEnd === b.byteOffset) {
+          runEnd += b.length;
+          return;
         }
+        cutRun();
+        runOf = b.buffer;
+        runStart = b.byteOffset;
+        runEnd = b.byteOffset + b.length;
         return;
       }
       flush();
@@ -365,7 +441,7 @@ class Proxy {
   }
 
   #startTurn(
-    message: Message & { kind: "request" },
+    message: Extract<Message, { kind: "request" }>,
     sessionId: string,
     line: Uint8Array,
     now: number,
@@ -378,6 +454,7 @@ class Proxy {
       promptMeta: params._meta,
       startedAt: now,
       snapshot: snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
+      trackToolCalls: this.#hooks.beforeRespond !== undefined,
     });
     this.#log(`session ${sessionId} turn ${turn.turn}: started (request ${idKey(message.id)})`);
     try {
@@ -390,8 +467,17 @@ class Proxy {
   // ---------------------------------------------------------------- agent → client
 
   #fromAgentLine(line: Uint8Array): Verdict {
-    // Cheap pre-check: a line without an `"id"` key is a notification (or not JSON-RPC);
-    // notifications only matter while a turn runs.
+    // Cheap pre-checks: a canonical session/update is known by its first bytes; any other
+    // line without an `"id"` key is a notification (or not JSON-RPC). Notifications only
+    // matter while a turn runs.
+    const peek = peekUpdate(line);
+    if (peek) {
+      const turn = this.#turns.size === 0
+        ? undefined
+        : this.#turns.forSessionBytes(line, peek.idStart, peek.idEnd);
+      if (turn) observeUpdateLine(turn, peek, line, this.#now());
+      return PASS;
+    }
     if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
     const message = parseMessage(line);
     if (!message) return PASS;
@@ -417,7 +503,7 @@ class Proxy {
   }
 
   #agentResponse(
-    message: Message & { kind: "result" | "error" },
+    message: Extract<Message, { kind: "result" | "error" }>,
     line: Uint8Array,
     now: number,
   ): Verdict {

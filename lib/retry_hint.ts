@@ -71,8 +71,8 @@ function parseAbsolute(text: string): string | null {
     /\b(?:regain access|resets?|reset|available again|try again)\s+(?:on|at|after)\s+(\d{4}-\d{2}-\d{2})(?:\s*(?:at|T)\s*(\d{1,2}:\d{2}(?::\d{2})?))?\s*(UTC|Z|GMT)?/i,
   );
   if (iso) {
-    const time = iso[2] ?? "00:00";
-    const t = Date.parse(`${iso[1]}T${time.length === 5 ? time + ":00" : time}Z`);
+    const [h, m, sec = "00"] = (iso[2] ?? "00:00").split(":");
+    const t = Date.parse(`${iso[1]}T${h.padStart(2, "0")}:${m}:${sec}Z`);
     if (!Number.isNaN(t)) return new Date(t).toISOString();
   }
   const named = text.match(
@@ -103,7 +103,10 @@ export function parseRecovery(text: string, now: number): RecoveryHint | null {
     if (ms === null) continue;
     return { afterMs: ms, at: new Date(now + ms).toISOString(), reason };
   }
-  const at = parseAbsolute(text);
+  const httpDate = text.match(
+    /\bretry-after\\?"?\s*[:=]\s*\\?"?((?:mon|tue|wed|thu|fri|sat|sun), \d{1,2} [a-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT)/i,
+  );
+  const at = httpDate ? new Date(Date.parse(httpDate[1])).toISOString() : parseAbsolute(text);
   if (at) return { afterMs: Math.max(0, Date.parse(at) - now), at, reason: "regain access" };
   return null;
 }

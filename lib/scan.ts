@@ -3,7 +3,8 @@
  * snapshot — from the snapshot offset, capped to the last 256 KiB — in every file that
  * grew, appeared, or was rotated/truncated, newest first, no cap on their number.
  */
-import { errCode, type LogFs, nodeLogFs } from "./logfs.ts";
+import { basename, dirname, join } from "node:path";
+import { errCode, type FileStat, type LogFs, nodeLogFs } from "./logfs.ts";
 import { listLogs, type Snapshot } from "./snapshot.ts";
 
 /** Most bytes read from one file's appended region (its last bytes are kept). */
@@ -19,8 +20,11 @@ export interface AppendedChunk {
   offset: number;
   text: string;
   mtimeMs: number;
-  /** Why it is a candidate: grew, new, or rotated (identity changed or shrank). */
-  reason: "grew" | "new" | "rotated";
+  /**
+   * Why it is a candidate: grew, new, rotated (identity changed or shrank), or moved (the
+   * snapshot's file was renamed during the turn; its new name is `path`).
+   */
+  reason: "grew" | "new" | "rotated" | "moved";
 }
 
 /** The scan's answer: appended chunks newest first, and what could not be read. */
@@ -37,12 +41,25 @@ export function scanAppended(
 ): ScanResult {
   const diagnostics: string[] = [];
   const chunks: AppendedChunk[] = [];
-  const now = listLogs(snapshot.patterns, fs, []);
+  const now = listLogs(snapshot.patterns, fs, diagnostics, true);
   const present = new Set(now);
-  for (const path of snapshot.files.keys()) {
-    if (!present.has(path)) diagnostics.push(`log ${path} vanished during the turn`);
+  /** Files to read: current ones, plus snapshot files that were renamed away. */
+  const targets: { path: string; before: FileStat | undefined; moved: boolean }[] = now.map(
+    (path) => ({ path, before: snapshot.files.get(path), moved: false }),
+  );
+  for (const [path, before] of snapshot.files) {
+    if (present.has(path) && sameFile(path, before, fs)) continue;
+    const moved = findMoved(path, before, fs);
+    if (!moved) {
+      if (!present.has(path)) diagnostics.push(`log ${path} vanished during the turn`);
+      continue;
+    }
+    // Renamed to a name the patterns also match: read it from the old offset, not from 0.
+    const known = targets.find((t) => t.path === moved);
+    if (known && known.before === undefined) known.before = before, known.moved = true;
+    else if (!known) targets.push({ path: moved, before, moved: true });
   }
-  for (const path of now) {
+  for (const { path, before, moved } of targets) {
     let stat;
     try {
       stat = fs.stat(path);
@@ -55,7 +72,6 @@ export function scanAppended(
       );
       continue;
     }
-    const before = snapshot.files.get(path);
     let offset: number;
     let reason: AppendedChunk["reason"];
     if (!before) {
@@ -66,7 +82,7 @@ export function scanAppended(
       reason = "rotated";
     } else if (stat.size > before.size) {
       offset = before.size;
-      reason = "grew";
+      reason = moved ? "moved" : "grew";
     } else continue;
     if (stat.mtimeMs < spawnedAt - MTIME_SLACK_MS) continue;
     if (stat.size <= offset) continue;
@@ -95,4 +111,37 @@ export function scanAppended(
   }
   chunks.sort((a, b) => b.mtimeMs - a.mtimeMs);
   return { chunks, diagnostics };
+}
+
+/** Whether `path` still is the file the snapshot saw (same device and inode). */
+function sameFile(path: string, before: FileStat, fs: LogFs): boolean {
+  try {
+    const s = fs.stat(path);
+    return s.dev === before.dev && s.ino === before.ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where a log file went when it was renamed during the turn (logrotate-style): the entry
+ * of its directory with the same device and inode, or null.
+ */
+function findMoved(path: string, before: FileStat, fs: LogFs): string | null {
+  let names: string[];
+  try {
+    names = fs.readDir(dirname(path));
+  } catch {
+    return null;
+  }
+  for (const name of names) {
+    if (name === basename(path)) continue;
+    try {
+      const s = fs.stat(join(dirname(path), name));
+      if (s.dev === before.dev && s.ino === before.ino) return join(dirname(path), name);
+    } catch {
+      // gone again, or unreadable: not the file we look for
+    }
+  }
+  return null;
 }

@@ -15,16 +15,22 @@ export interface Snapshot {
   diagnostics: string[];
 }
 
-/** Lists the files matching `patterns`, describing unlistable directories as diagnostics. */
+/**
+ * Lists the files matching `patterns`, describing unlistable directories as diagnostics.
+ * A missing directory is reported only when `reportMissing` (at scan time: before the
+ * turn it is normal, since the agent creates it on its first run).
+ */
 export function listLogs(
   patterns: readonly string[],
   fs: LogFs,
   diagnostics: string[],
+  reportMissing: boolean,
 ): string[] {
   const seen = new Set<string>();
   for (const pattern of patterns) {
     const { paths, problems } = glob(pattern, fs.readDir);
     for (const p of problems) {
+      if (p.code === "ENOENT" && !reportMissing) continue;
       diagnostics.push(
         p.code === "ENOENT"
           ? `log directory ${p.path} does not exist (yet)`
@@ -44,7 +50,7 @@ export function takeSnapshot(
 ): Snapshot {
   const diagnostics: string[] = [];
   const files = new Map<string, FileStat>();
-  for (const path of listLogs(patterns, fs, diagnostics)) {
+  for (const path of listLogs(patterns, fs, diagnostics, false)) {
     try {
       files.set(path, fs.stat(path));
     } catch (err) {

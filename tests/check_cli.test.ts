@@ -121,6 +121,42 @@ describe("turnguard check", () => {
   });
 });
 
+describe("check sees what the proxy would reject", () => {
+  test("an unknown publish detector is exit 2, worded as the proxy words it", async () => {
+    const known = JSON.parse((await tg(["check", "--json"])).stdout).detectors.map((
+      d: { id: string },
+    ) => d.id).join(", ");
+    const path = config("nope.toml", '[agent.agy.publish]\ndetectors = ["nope"]\n');
+    const r = await tg(["check", "--config", path]);
+    const expected = {
+      stdout: "",
+      stderr:
+        `turnguard: agent profile agy: publish.detectors names unknown detector "nope" (known: ${known})\n`,
+      code: 2,
+    };
+    expect({ stdout: r.stdout, stderr: r.stderr, code: r.code }).toEqual(expected);
+    // The proxy rejects the same table once the fallback is armed.
+    const p = await tg(["proxy", "--agent", "agy", "--publish-fallback", "--config", path, "--", "true"]);
+    expect({ stdout: p.stdout, stderr: p.stderr, code: p.code }).toEqual(expected);
+  });
+
+  test("an anchors pattern that matches no anchor is a warning, not an error", async () => {
+    const path = config("pattern.toml", '[agent.agy]\nanchors = ["agy.*", "foo.*"]\n');
+    const r = await tg(["check", "--config", path]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines.filter((l) => l.startsWith("warning:"))).toEqual([
+      'warning: agent agy: anchors pattern "foo.*" matches no anchor',
+    ]);
+    expect(lines.at(-1)).toStartWith("ok: 4 profile(s), ");
+    const report = JSON.parse((await tg(["check", "--json", "--config", path])).stdout);
+    expect(report.warnings).toEqual([
+      'agent agy: anchors pattern "foo.*" matches no anchor',
+    ]);
+  });
+});
+
 describe("explain (pure)", () => {
   const anchor = (id: string, priority: number) =>
     v.parse(AnchorSchema, {
@@ -140,9 +176,38 @@ describe("explain (pure)", () => {
       ["a", 3, "matched"],
     ]);
     expect(e.winner?.anchor.id).toBe("b");
+    expect(e.winner?.hit).toEqual({ cause: "b" });
     expect(e.why).toBe(
       "b has the highest priority (5) of the 3 anchors that matched; c matched with the same " +
         "priority but load later",
     );
+  });
+
+  test("each anchor is called once, and a failed one is not the winner", () => {
+    const calls: string[] = [];
+    const counting = (id: string, priority: number, answer: () => unknown) =>
+      v.parse(AnchorSchema, {
+        id,
+        priority,
+        on: ["text"],
+        match: () => (calls.push(id), answer()),
+      });
+    const e = explain([
+      counting("low", 1, () => ({ cause: "low" })),
+      counting("bad", 9, () => ({ cause: "" })),
+      counting("mid", 5, () => ({ cause: "mid" })),
+      counting("none", 7, () => null),
+    ], { kind: "text", text: "x" });
+    expect(calls).toEqual(["bad", "none", "mid", "low"]);
+    expect(e.trials.map((t) => [t.anchor.id, t.result])).toEqual([
+      ["bad", "failed"],
+      ["none", "no match"],
+      ["mid", "matched"],
+      ["low", "matched"],
+    ]);
+    expect(e.winner).toEqual({ anchor: e.trials[2].anchor, hit: { cause: "mid" }, index: 0 });
+    expect(e.diagnostics).toEqual([
+      "anchor bad returned an invalid hit: Invalid length: Expected >=1 but received 0",
+    ]);
   });
 });

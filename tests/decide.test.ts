@@ -19,55 +19,81 @@ const base: TurnFacts = {
   timeout: null,
 };
 
-describe("decide — run mode truth table", () => {
-  // [exit code, signal, cancelled, output, stderr cause, log cause] -> [status, message, swallowed]
-  const rows: Array<
-    [
-      number | null,
-      string | null,
-      boolean,
-      number,
-      Cause | null,
-      Cause | null,
-      string,
-      string | null,
-      boolean,
-    ]
-  > = [
-    [0, null, false, 5, null, null, "ok", null, false],
-    [0, null, false, 5, null, LOG, "ok", null, false],
-    [0, null, false, 0, null, null, "empty", null, false],
-    [0, null, false, 0, null, LOG, "failed", "from the log", true],
-    [2, null, false, 0, STDERR, null, "failed", "from stderr", false],
-    [2, null, false, 0, STDERR, LOG, "failed", "from stderr", false],
-    [2, null, false, 7, STDERR, LOG, "failed", "from stderr", false],
-    [2, null, false, 0, null, LOG, "failed", "from the log", false],
-    [2, null, false, 0, null, null, "failed", "exited with status 2", false],
-    [2, null, false, 0, GENERIC, LOG, "failed", "from the log", false],
-    [null, "SIGKILL", false, 0, null, null, "failed", "killed by signal SIGKILL", false],
-    [null, "SIGKILL", false, 3, null, LOG, "failed", "from the log", false],
-    [null, "SIGINT", true, 0, null, null, "cancelled", null, false],
-    [130, null, true, 0, null, LOG, "cancelled", null, false],
-    [0, null, true, 4, null, null, "cancelled", null, false],
+describe("decide — run mode truth table (every combination)", () => {
+  // exit ("0" | "2" | a signal), cancelled, stdout bytes, stderr cause?, log cause?
+  //   -> status, error message, swallowed
+  const rows: Array<[string, boolean, number, boolean, boolean, string, string | null, boolean]> = [
+    ["0", false, 0, false, false, "empty", null, false],
+    ["0", false, 0, false, true, "failed", "from the log", true],
+    ["0", false, 0, true, false, "failed", "from stderr", false],
+    ["0", false, 0, true, true, "failed", "from stderr", false],
+    ["0", false, 5, false, false, "ok", null, false],
+    ["0", false, 5, false, true, "ok", null, false],
+    ["0", false, 5, true, false, "failed", "from stderr", false],
+    ["0", false, 5, true, true, "failed", "from stderr", false],
+    ["0", true, 0, false, false, "cancelled", null, false],
+    ["0", true, 0, false, true, "cancelled", null, false],
+    ["0", true, 0, true, false, "cancelled", null, false],
+    ["0", true, 0, true, true, "cancelled", null, false],
+    ["0", true, 5, false, false, "cancelled", null, false],
+    ["0", true, 5, false, true, "cancelled", null, false],
+    ["0", true, 5, true, false, "cancelled", null, false],
+    ["0", true, 5, true, true, "cancelled", null, false],
+    ["2", false, 0, false, false, "failed", "exited with status 2", false],
+    ["2", false, 0, false, true, "failed", "from the log", false],
+    ["2", false, 0, true, false, "failed", "from stderr", false],
+    ["2", false, 0, true, true, "failed", "from stderr", false],
+    ["2", false, 5, false, false, "failed", "exited with status 2", false],
+    ["2", false, 5, false, true, "failed", "from the log", false],
+    ["2", false, 5, true, false, "failed", "from stderr", false],
+    ["2", false, 5, true, true, "failed", "from stderr", false],
+    ["2", true, 0, false, false, "cancelled", null, false],
+    ["2", true, 0, false, true, "cancelled", null, false],
+    ["2", true, 0, true, false, "cancelled", null, false],
+    ["2", true, 0, true, true, "cancelled", null, false],
+    ["2", true, 5, false, false, "cancelled", null, false],
+    ["2", true, 5, false, true, "cancelled", null, false],
+    ["2", true, 5, true, false, "cancelled", null, false],
+    ["2", true, 5, true, true, "cancelled", null, false],
+    ["SIGKILL", false, 0, false, false, "failed", "killed by signal SIGKILL", false],
+    ["SIGKILL", false, 0, false, true, "failed", "from the log", false],
+    ["SIGKILL", false, 0, true, false, "failed", "from stderr", false],
+    ["SIGKILL", false, 0, true, true, "failed", "from stderr", false],
+    ["SIGKILL", false, 5, false, false, "failed", "killed by signal SIGKILL", false],
+    ["SIGKILL", false, 5, false, true, "failed", "from the log", false],
+    ["SIGKILL", false, 5, true, false, "failed", "from stderr", false],
+    ["SIGKILL", false, 5, true, true, "failed", "from stderr", false],
+    ["SIGKILL", true, 0, false, false, "cancelled", null, false],
+    ["SIGKILL", true, 0, false, true, "cancelled", null, false],
+    ["SIGKILL", true, 0, true, false, "cancelled", null, false],
+    ["SIGKILL", true, 0, true, true, "cancelled", null, false],
+    ["SIGKILL", true, 5, false, false, "cancelled", null, false],
+    ["SIGKILL", true, 5, false, true, "cancelled", null, false],
+    ["SIGKILL", true, 5, true, false, "cancelled", null, false],
+    ["SIGKILL", true, 5, true, true, "cancelled", null, false],
   ];
-  for (
-    const [code, signal, cancelled, output, agentError, logCause, status, message, swallowed]
-      of rows
-  ) {
-    test(`exit=${code} signal=${signal} cancelled=${cancelled} out=${output} stderr=${!!agentError} log=${!!logCause}`, () => {
+  test("the table covers all 48 combinations", () => {
+    expect(new Set(rows.map((r) => r.slice(0, 5).join())).size).toBe(48);
+  });
+  for (const [ex, cancelled, output, hasStderr, hasLog, status, message, swallowed] of rows) {
+    test(`exit=${ex} cancelled=${cancelled} out=${output} stderr=${hasStderr} log=${hasLog}`, () => {
+      const exit = ex.startsWith("SIG")
+        ? { code: null, signal: ex }
+        : { code: Number(ex), signal: null };
       const d = decide({
         ...base,
-        exit: { code, signal },
+        exit,
         cancelled,
         output,
-        agentError,
-        logCause,
+        agentError: hasStderr ? STDERR : null,
+        logCause: hasLog ? LOG : null,
       });
-      expect(d.status).toBe(status as never);
-      expect(d.error?.message ?? null).toBe(message);
-      expect(d.swallowed).toBe(swallowed);
-      if (status === "failed") expect(d.retry).not.toBeNull();
-      else expect(d.retry).toBeNull();
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
+        status,
+        message,
+        swallowed,
+      ]);
+      expect(d.retry === null).toBe(status !== "failed");
     });
   }
 

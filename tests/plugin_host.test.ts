@@ -51,6 +51,11 @@ const GOOD = plugin(
   "good.ts",
   'export default { anchors: [{ id: "u.good", on: ["log"], match: (i) => i.line.startsWith("E") ? { cause: i.line } : null }] };',
 );
+const SLOW_IMPORT = plugin(
+  "slow_import.ts",
+  `const end = Date.now() + 800; while (Date.now() < end) {}
+export default { anchors: [{ id: "si", on: ["log"], match: (i) => { if (i.line === "loop") for (;;) {} return { cause: i.line }; } }] };`,
+);
 const BAD_DETECTOR = plugin(
   "bad_detector.ts",
   'export default { detectors: [{ id: "d.bad", detect() { throw new Error("nope"); } }] };',
@@ -106,6 +111,43 @@ describe("PluginWorker", () => {
     );
     await nextTurn();
     expect(slow.match({ kind: "log", line: "d" })).toBeNull();
+    w.close();
+  }, 20_000);
+});
+
+describe("restarts", () => {
+  test(
+    "the replacement starts right after the kill; its import is not charged to the next turn",
+    async () => {
+      // Importing takes 800 ms, four times the 200 ms call budget.
+      const w = new PluginWorker(pathOf(SLOW_IMPORT), 200);
+      const mod = reviveExport(await w.load(), (path, arg) => w.call(path, arg)) as {
+        anchors: Array<{ match: (i: unknown) => unknown }>;
+      };
+      const match = mod.anchors[0].match;
+      expect(() => match({ kind: "log", line: "loop" })).toThrow(
+        "ran longer than its 200 ms budget for this turn",
+      );
+      expect(w.ready).toBe(false);
+      // Nobody calls: the replacement imports in the background all the same.
+      for (let i = 0; i < 100 && !w.ready; i++) await Bun.sleep(50);
+      expect(w.ready).toBe(true);
+      await nextTurn();
+      expect(match({ kind: "log", line: "after" })).toEqual({ cause: "after" });
+      w.close();
+    },
+    20_000,
+  );
+
+  test("a call made while the replacement still imports waits for it, uncharged", async () => {
+    const w = new PluginWorker(pathOf(SLOW_IMPORT), 200);
+    const mod = reviveExport(await w.load(), (path, arg) => w.call(path, arg)) as {
+      anchors: Array<{ match: (i: unknown) => unknown }>;
+    };
+    const match = mod.anchors[0].match;
+    expect(() => match({ kind: "log", line: "loop" })).toThrow("ran longer than its 200 ms");
+    await nextTurn();
+    expect(match({ kind: "log", line: "soon" })).toEqual({ cause: "soon" });
     w.close();
   }, 20_000);
 });

@@ -244,6 +244,12 @@ describe("byte-exact pass-through", () => {
     { seed: 4, big: 0, extra: ["--turn-timeout", "30"] },
     { seed: 5, big: 0, extra: [] },
     { seed: 6, big: 1, extra: ["--max-line-bytes", "1048576"] },
+    { seed: 7, big: 0, extra: ["--max-line-bytes", "512"] },
+    { seed: 8, big: 0, extra: [] },
+    { seed: 9, big: 0, extra: ["--max-line-bytes", "65536"] },
+    { seed: 10, big: 1, extra: ["--max-line-bytes", "20000"] },
+    { seed: 11, big: 0, extra: ["--turn-timeout", "30", "--rewrite-errors"] },
+    { seed: 12, big: 0, extra: ["--max-line-bytes", "1"] },
   ];
   for (const { seed, big, extra } of cases) {
     test(`seed ${seed}${big ? " with a 10 MB line" : ""} ${extra.join(" ")}`, async () => {

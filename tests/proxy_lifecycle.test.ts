@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
+import { isRetryable, retryReason } from "../lib/classify.ts";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -123,6 +124,23 @@ describe("the agent dies mid-turn", () => {
   });
 });
 
+describe("the agent's last bytes", () => {
+  test("reach a slow client even when it reads long after the agent exited", () => {
+    const s = scratch();
+    const line = "x".repeat(100);
+    const agent = `yes ${line} | head -n 60000`;
+    // The client (the subshell) reads nothing for 3.5 s while the agent writes and exits.
+    const script = `"$@" -- sh -c '${agent}' </dev/null | (sleep 3.5; wc -c)`;
+    const r = spawnSync(
+      "sh",
+      ["-c", script, "sh", BUN, MAIN, "proxy", "--verbose"],
+      { env: testEnv(s), cwd: s.dir, encoding: "utf8" },
+    );
+    expect([r.status, r.stdout.trim()]).toEqual([0, String(101 * 60_000)]);
+    expect(r.stderr).toContain("turnguard: agent exited with status 0\n");
+  });
+});
+
 describe("end of input", () => {
   test("the client closing stdin closes the agent's; turnguard exits with its status", async () => {
     const s = scratch();
@@ -169,7 +187,7 @@ describe("--turn-timeout", () => {
       status: "failed",
       category: "timeout",
       message,
-      retry: { retryable: true, reason: "timeout: retry with backoff" },
+      retry: { retryable: isRetryable("timeout", null), reason: retryReason("timeout", null) },
     });
     await p.exited;
     expect(readOutcomes(s.outcomes)[0]).toMatchObject({

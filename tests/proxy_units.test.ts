@@ -26,15 +26,23 @@ import {
 } from "../lib/acp/rewrite.ts";
 import { PendingRequests } from "../lib/acp/tracker.ts";
 import {
-  mergeToolCall,
+  peekChunkText,
+  peekedSessionId,
+  peekUpdate,
+  spanText,
+  type UpdatePeek,
+  utf16Length,
+} from "../lib/acp/peek.ts";
+import {
   observeUpdate,
+  observeUpdateLine,
   streamed,
   type Turn,
   Turns,
   turnText,
 } from "../lib/acp/turns.ts";
 import type { Cause } from "../lib/decide.ts";
-import type { LoadedAnchor, ToolCallState } from "../lib/plugin.ts";
+import type { LoadedAnchor } from "../lib/plugin.ts";
 import { AnchorSchema, defineAnchor } from "../lib/plugin.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -205,8 +213,95 @@ function turn(): Turn {
     promptMeta: { trace: "t" },
     startedAt: 1000,
     snapshot,
+    trackToolCalls: true,
   });
 }
+
+const fakePeek = (kind: string): UpdatePeek => ({ idStart: 0, idEnd: 0, kind, end: 0 });
+
+describe("peek", () => {
+  const head = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":';
+  test.each([
+    [`${head}"s-1","update":{"sessionUpdate":"plan","entries":[]}}}`, "s-1", "plan"],
+    [`${head}"sé","update":{"sessionUpdate":"future_kind"}}}`, "sé", "future_kind"],
+    [`${head}"s\\u0031","update":{"sessionUpdate":"plan"}}}`, null, null],
+    [
+      `{"method":"session/update","jsonrpc":"2.0","params":{"sessionId":"s","update":{"sessionUpdate":"plan"}}}`,
+      null,
+      null,
+    ],
+    [`${head} "s","update":{"sessionUpdate":"plan"}}}`, null, null],
+    [`${head}"s","update":{"content":{},"sessionUpdate":"plan"}}}`, null, null],
+  ])("%s", (line, sessionId, kind) => {
+    const bytes = enc(line);
+    const peek = peekUpdate(bytes);
+    expect(peek ? [peekedSessionId(bytes, peek), peek.kind] : [null, null]).toEqual([
+      sessionId,
+      kind,
+    ]);
+  });
+
+  const chunk = (text: string, tail = "}}}}\n") =>
+    enc(
+      `${head}"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"${text}"${tail}`,
+    );
+  test.each([
+    [chunk("héllo"), "héllo"],
+    [chunk(""), ""],
+    [chunk("a\\nb"), null],
+    [chunk("x", "}}}}\r\n"), "x"],
+    [chunk("x", "}}}}"), "x"],
+    [chunk("x", '}}}},"extra":1}\n'), null],
+    [chunk("x", ',"annotations":null}}}}\n'), null],
+  ])("chunk text of %#", (line, text) => {
+    const span = peekChunkText(line, peekUpdate(line)!);
+    expect(span === null ? null : spanText(line, span)).toBe(text);
+  });
+
+  test("property: utf16Length agrees with the decoder, or declines", () => {
+    let seed = 11;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const samples = ["a", "é", "€", "😀", "日本", "\u{10FFFF}"].map((x) => [...enc(x)]);
+    let counted = 0;
+    for (let round = 0; round < 5000; round++) {
+      const bytes: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        if (rand() < 0.15) bytes.push(Math.floor(rand() * 256));
+        else bytes.push(...samples[Math.floor(rand() * samples.length)]);
+      }
+      const u8 = new Uint8Array(bytes);
+      const n = utf16Length(u8, 0, u8.length);
+      if (n === null) continue;
+      counted++;
+      expect(n).toBe(dec(u8).length);
+    }
+    expect(counted).toBeGreaterThan(500);
+    expect(utf16Length(enc("ab😀c"), 1, 6)).toBe(3);
+    expect(utf16Length(new Uint8Array([0xed, 0xa0, 0x80]), 0, 3)).toBeNull();
+    expect(utf16Length(new Uint8Array([0xc0, 0x80]), 0, 2)).toBeNull();
+    expect(utf16Length(new Uint8Array([0xe2, 0x82]), 0, 2)).toBeNull();
+  });
+
+  test("past the kept text, chunk lengths are counted without decoding, the same", () => {
+    const t = turn();
+    const big = "é".repeat(40_000);
+    for (const text of [big, big, "😀 ok"]) {
+      const line = chunk(text);
+      observeUpdateLine(t, peekUpdate(line)!, line, 1);
+    }
+    expect(t.chars).toBe(80_000 + 5);
+  });
+
+  test("a peeked line and its parse agree", () => {
+    const line = chunk("wörld");
+    const t1 = turn();
+    const t2 = turn();
+    observeUpdateLine(t1, peekUpdate(line)!, line, 1);
+    const parsed = JSON.parse(new TextDecoder().decode(line));
+    observeUpdate(t2, parsed.params.update, 1);
+    expect([t1.chars, turnText(t1), t1.activity]).toEqual([t2.chars, turnText(t2), t2.activity]);
+  });
+});
 
 describe("turn state", () => {
   test("message chunks are counted and kept, other output counts as activity", () => {
@@ -228,27 +323,67 @@ describe("turn state", () => {
     expect(t.lastActivityAt).toBe(2007);
   });
 
-  test("tool calls are joined by toolCallId; later fields replace earlier ones", () => {
-    const calls = new Map<string, ToolCallState>();
-    mergeToolCall(calls, {
+  test("tool calls are joined by toolCallId, parsed or peeked, in order", () => {
+    const t = turn();
+    const line = (update: unknown) =>
+      enc(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          method: "session/update",
+          params: { sessionId: "s1", update },
+        }) + "\n",
+      );
+    const first = {
       sessionUpdate: "tool_call",
       toolCallId: "a",
       title: "Read",
       status: "pending",
       rawInput: { p: 1 },
-    });
-    mergeToolCall(calls, { sessionUpdate: "tool_call", toolCallId: "b", title: "Other" });
-    mergeToolCall(calls, {
+    };
+    const feed = (update: unknown, now: number) => {
+      const l = line(update);
+      observeUpdateLine(t, peekUpdate(l)!, l, now);
+    };
+    feed(first, 1);
+    observeUpdate(t, { sessionUpdate: "tool_call", toolCallId: "b", title: "Other" }, 2);
+    feed({
       sessionUpdate: "tool_call_update",
       toolCallId: "a",
       status: "completed",
       rawOutput: "ok",
-    });
-    mergeToolCall(calls, { sessionUpdate: "tool_call_update", title: "no id" });
-    expect([...calls.values()]).toEqual([
+    }, 3);
+    expect(t.pendingToolLines.length).toBe(1);
+    expect([...t.toolCalls.values()]).toEqual([
       { toolCallId: "a", title: "Read", status: "completed", rawInput: { p: 1 }, rawOutput: "ok" },
       { toolCallId: "b", title: "Other" },
     ]);
+    expect([t.pendingToolLines.length, t.activity, t.lastActivityAt]).toEqual([0, 3, 3]);
+  });
+
+  test("without a reader, tool calls are only counted", () => {
+    const t = new Turns().start({
+      sessionId: "s",
+      requestId: 1,
+      promptLine: enc(""),
+      promptMeta: null,
+      startedAt: 0,
+      snapshot,
+      trackToolCalls: false,
+    });
+    observeUpdate(t, { sessionUpdate: "tool_call", toolCallId: "a" }, 1);
+    observeUpdateLine(t, fakePeek("tool_call_update"), enc("{}"), 2);
+    expect([t.activity, t.pendingToolLines.length, t.toolCalls.size]).toEqual([2, 0, 0]);
+  });
+
+  test("peeked message chunks are read for their text", () => {
+    const t = turn();
+    const chunk = enc(
+      '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hé"}}}}\n',
+    );
+    observeUpdateLine(t, peekUpdate(chunk)!, chunk, 5);
+    observeUpdateLine(t, fakePeek("usage_update"), enc("{}"), 6);
+    observeUpdateLine(t, fakePeek("plan"), enc("{}"), 7);
+    expect([t.chars, turnText(t), t.activity, t.lastActivityAt]).toEqual([2, "hé", 1, 7]);
   });
 
   test("kept text is capped at 64 KiB of UTF-8, cut on a character; chars count everything", () => {
@@ -267,7 +402,13 @@ describe("turn state", () => {
 
   test("sessions never mix; overlapping prompts route updates to the newest", () => {
     const turns = new Turns();
-    const base = { promptLine: enc(""), promptMeta: undefined, startedAt: 0, snapshot };
+    const base = {
+      promptLine: enc(""),
+      promptMeta: undefined,
+      startedAt: 0,
+      snapshot,
+      trackToolCalls: true,
+    };
     const a = turns.start({ ...base, sessionId: "a", requestId: 1 });
     const b = turns.start({ ...base, sessionId: "b", requestId: "1" });
     expect([turns.forSession("a"), turns.forSession("b"), turns.forRequest("1")]).toEqual([

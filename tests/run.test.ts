@@ -57,6 +57,8 @@ describe("turnguard run with a fake agy", () => {
     expect(outcome.retry?.retryable).toBe(true);
     expect(outcome.retry?.afterMs).toBe(147166000);
     expect(outcome.exit).toEqual({ code: 0, signal: null });
+    // The log directory appeared during the turn (first run): nothing to report.
+    expect(outcome.diagnostics).toEqual([]);
   });
 
   test("ok: stdout passes through, exit 0; --outcome-file gets the reply", async () => {
@@ -121,20 +123,27 @@ describe("turnguard run with a fake agy", () => {
   });
 
   test("stdout is streamed as it arrives, not buffered until exit", async () => {
+    // The agent prints "first", then waits until the test has seen it: if turnguard held
+    // stdout back until the agent exits, neither would ever go on (the test times out).
     const agent = join(home, "slow-agent");
-    writeFileSync(agent, "#!/bin/sh\necho first\nsleep 2\necho second\n", { mode: 0o755 });
-    let firstAt = 0;
-    const started = Date.now();
+    const go = join(home, "go");
+    writeFileSync(
+      agent,
+      `#!/bin/sh\necho first\nwhile [ ! -e "${go}" ]; do sleep 0.05; done\necho second\n`,
+      { mode: 0o755 },
+    );
     const r = await turnguard(["run", "--", agent], {
       env: env(),
       onSpawn: (child) =>
-        child.stdout!.on("data", (c: Buffer) => {
-          if (!firstAt && c.toString().includes("first")) firstAt = Date.now();
-        }),
+        child.stdout!.on(
+          "data",
+          (c: Buffer) => c.toString().includes("first") && writeFileSync(go, ""),
+        ),
     });
     expect(r.stdout).toBe("first\nsecond\n");
-    expect(firstAt - started).toBeLessThan(Date.now() - started - 1000);
+    expect(r.code).toBe(0);
   });
+
   test("a grandchild holding stdout open does not hang the turn", async () => {
     const agent = join(home, "leaves-a-child");
     writeFileSync(agent, "#!/bin/sh\nsleep 30 &\necho answer\n", { mode: 0o755 });
@@ -317,6 +326,28 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     const r = await turnguard(["run", "--config", cfg, "--", "true"], { env: env() });
     expect(r.code).toBe(2);
     expect(r.stderr).toStartWith(`turnguard: ${cfg}:3: Invalid TOML document`);
+  });
+  test("an --outcome-file that cannot be opened: exit 2, the agent never runs", async () => {
+    const marker = join(home, "ran");
+    const file = join(home, "no", "such", "dir", "out.jsonl");
+    const r = await turnguard(["run", "--outcome-file", file, "--", "touch", marker], {
+      env: env(),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `turnguard: --outcome-file ${file}: cannot open for appending (ENOENT)\n`,
+    );
+    expect(existsSync(marker)).toBe(false);
+  });
+  test("--outcome-file appends one line per turn", async () => {
+    const file = join(home, "out.jsonl");
+    for (const mode of ["ok", "quota"]) {
+      await turnguard(["run", "--outcome-file", file, "--", FAKE_AGY], {
+        env: env({ FAKE_AGY: mode }),
+      });
+    }
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l).status);
+    expect(lines).toEqual(["ok", "failed"]);
   });
   test("a missing --config file", async () => {
     const r = await turnguard(["run", "--config", join(home, "none.toml"), "--", "true"], {

@@ -125,6 +125,32 @@ describe("scan only what the turn appended", () => {
     expect(r.diagnostics).toEqual([]);
   });
 
+  test("bytes appended before a rename during the turn are still scanned (logrotate)", () => {
+    const f = join(dir, "cli-1.log");
+    const prefix = "I0707 00:00:00.000000  84 a.go:1] start\n";
+    writeFileSync(f, prefix);
+    const r = turn(() => {
+      appendFileSync(f, ERR + "\n");
+      renameSync(f, join(dir, "rotated.old"));
+      writeFileSync(f, "I0707 00:00:02.000000  84 a.go:1] fresh file\n");
+    });
+    expect(r.cause?.error.source).toEqual({
+      path: join(dir, "rotated.old"),
+      offset: prefix.length,
+    });
+    expect(r.diagnostics).toEqual([]);
+  });
+
+  test("a log renamed to another matching name is read from its old offset", () => {
+    const f = join(dir, "cli-1.log");
+    writeFileSync(f, ERR + "\n"); // stale: before the turn
+    const r = turn(() => {
+      appendFileSync(f, "I0707 00:00:01.000000  84 a.go:1] benign\n");
+      renameSync(f, join(dir, "cli-2.log"));
+    });
+    expect(r.cause).toBeNull();
+  });
+
   test("a log truncated (shrunk) during the turn is read from 0", () => {
     const f = join(dir, "cli-1.log");
     writeFileSync(f, "I".repeat(5000) + "\n");

@@ -1,7 +1,7 @@
 /** `turnguard scan` and `turnguard explain`: output, JSON, stdin and exit codes. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, type Finished, MAIN, ROOT, turnguard } from "./helpers/cli.ts";
@@ -28,6 +28,18 @@ beforeAll(() => {
     ].join("\n") + "\n",
   );
   writeFileSync(join(home, "clean.log"), "I0707 all good\nI0707 done\n");
+  // A code plugin that counts its calls in a file (a side effect the matcher must not double).
+  writeFileSync(
+    join(home, "count.ts"),
+    `import { appendFileSync } from "node:fs";
+export default { anchors: [{ id: "count.boom", on: ["log"], match(i) {
+  appendFileSync(${JSON.stringify(join(home, "calls"))}, ".");
+  return i.line.includes("BOOM") ? { cause: i.line, category: "crash" } : null;
+} }] };
+`,
+  );
+  writeFileSync(join(home, "count.toml"), 'plugins = ["count.ts"]\n');
+  writeFileSync(join(home, "boom.log"), "I calm\nE BOOM here\nI calm again\n");
 });
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
@@ -122,6 +134,36 @@ describe("turnguard scan", () => {
     expect(r.code).toBe(0);
   });
 
+  test("a large file is scanned to its last line under a small plugin budget", async () => {
+    // 50,000 worker calls take far longer than 250 ms: the budget is per line, not per file.
+    const gateway = join(ROOT, "examples", "plugins", "gateway_budget.ts");
+    writeFileSync(
+      join(home, "big.toml"),
+      `plugins = [${JSON.stringify(gateway)}]\nplugin_budget_ms = 250\n`,
+    );
+    const quiet = "2026-03-02T10:15:01Z INFO  llm-gateway: request team=payments tokens=1834\n";
+    const wall =
+      "2026-03-02T10:15:04Z ERROR llm-gateway: budget exhausted for team=payments; window resets in 3h12m";
+    writeFileSync(join(home, "big.log"), quiet.repeat(49_999) + wall + "\n");
+    const r = await tg(["scan", "--config", "big.toml", "big.log"]);
+    expect(r.stdout).toBe(
+      "big.log:50000: acme.gateway-budget [quota; quota: retry in 3h12m] budget exhausted for team=payments; window resets in 3h12m\n" +
+        "big.log: a turn would report line 50000 (acme.gateway-budget)\n",
+    );
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test("each anchor runs once per line, and the turn's line comes from those runs", async () => {
+    rmSync(join(home, "calls"), { force: true });
+    const r = await tg(["scan", "--config", "count.toml", "--agent", "codex", "boom.log"]);
+    expect(r.stdout).toBe(
+      "boom.log:2: count.boom [crash; crash: not retryable] E BOOM here\n" +
+        "boom.log: a turn would report line 2 (count.boom)\n",
+    );
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(home, "calls"), "utf8")).toBe("...");
+  });
+
   test("nothing found exits 1", async () => {
     const r = await tg(["scan", "clean.log"]);
     expect(r.stdout).toBe("");
@@ -193,6 +235,14 @@ describe("turnguard explain", () => {
     expect(doc.why).toBe(
       "claude.error-kind has the highest priority (160) of the 3 anchors that matched",
     );
+  });
+
+  test("each anchor runs once", async () => {
+    rmSync(join(home, "calls"), { force: true });
+    const r = await tg(["explain", "--config", "count.toml", "--agent", "codex", "E BOOM now"]);
+    expect(r.stdout).toContain("winner: count.boom — count.boom is the only anchor that matched\n");
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(home, "calls"), "utf8")).toBe(".");
   });
 
   test("no anchor matched exits 1", async () => {

@@ -46,6 +46,12 @@ describe("retry hints", () => {
       86_400_000,
       "2026-06-02T00:00:00.000Z",
     ],
+    [
+      "You will regain access on 2026-06-01 at 9:30 UTC",
+      9.5 * 3_600_000,
+      "2026-06-01T09:30:00.000Z",
+    ],
+    ["Retry-After: Mon, 01 Jun 2026 00:02:00 GMT", 120000, "2026-06-01T00:02:00.000Z"],
     ["nothing to see here", null, null],
   ];
   for (const [text, afterMs, at] of rows) {

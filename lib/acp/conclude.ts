@@ -5,7 +5,7 @@
  * function, called only when the decision needs it.
  */
 import { findCause } from "../anchors.ts";
-import { classify, retryReason } from "../classify.ts";
+import { classify, isRetryable, retryReason } from "../classify.ts";
 import { type Cause, decide, type Decision } from "../decide.ts";
 import { buildOutcome } from "../emit.ts";
 import type { LogCauseResult } from "../log_cause.ts";
@@ -69,7 +69,7 @@ export function timeoutCause(silentMs: number): Cause {
       source: null,
     },
     retry: {
-      retryable: true,
+      retryable: isRetryable("timeout", null),
       reason: retryReason("timeout", null),
       afterMs: null,
       at: null,

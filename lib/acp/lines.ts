@@ -5,6 +5,7 @@
  * never held whole in memory. Bytes are never changed, added or lost: concatenating every
  * segment gives back exactly the input.
  */
+import { Buffer } from "node:buffer";
 
 /** The ACP SDK's own limit for one message (32 MiB); longer lines are not inspected. */
 export const DEFAULT_INSPECT_LIMIT = 32 * 1024 * 1024;
@@ -122,10 +123,10 @@ export class LineSplitter {
   }
 }
 
-/** Joins byte arrays whose total length is known. */
+/** Joins byte arrays whose total length is known (into memory it does not clear first). */
 export function joinBytes(parts: readonly Uint8Array[], total: number): Uint8Array {
   if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(total);
+  const out = Buffer.allocUnsafe(total);
   let at = 0;
   for (const p of parts) out.set(p, at), at += p.length;
   return out;

@@ -8,8 +8,12 @@ import type { Writable } from "node:stream";
 
 const LF = 0x0a;
 
-/** Queued bytes (behind a pending response) above which the source is paused. */
-export const QUEUE_HIGH_WATER = 4 * 1024 * 1024;
+/**
+ * Bytes waiting (behind a pending response, or in the sink's buffer) above which the
+ * source is paused. Pausing at every full sink buffer would stop and restart the source
+ * for every chunk.
+ */
+export const HIGH_WATER = 4 * 1024 * 1024;
 
 type Entry = { bytes: Uint8Array | null; ready: boolean };
 
@@ -21,6 +25,8 @@ export class LineOutput {
   #atBoundary = true;
   #waiting: Uint8Array[] = [];
   #sinkFull = false;
+  /** Bytes handed to the sink since it first said it was full (not every runtime counts them). */
+  #unflushed = 0;
   #paused = false;
   #idle: (() => void)[] = [];
   #broken = false;
@@ -30,6 +36,7 @@ export class LineOutput {
     this.#sink = sink;
     sink.on("drain", () => {
       this.#sinkFull = false;
+      this.#unflushed = 0;
       this.#pressure();
       this.#notifyIdle();
     });
@@ -145,14 +152,17 @@ export class LineOutput {
 
   #send(bytes: Uint8Array | null): void {
     if (bytes === null || bytes.length === 0 || this.#broken) return;
-    if (!this.#sink.write(bytes)) {
+    const accepted = this.#sink.write(bytes);
+    if (!accepted || this.#sinkFull) {
       this.#sinkFull = true;
+      this.#unflushed += bytes.length;
       this.#pressure();
     }
   }
 
   #pressure(): void {
-    const pause = !this.#broken && (this.#sinkFull || this.#queuedBytes > QUEUE_HIGH_WATER);
+    const pause = !this.#broken &&
+      (this.#unflushed > HIGH_WATER || this.#queuedBytes > HIGH_WATER);
     if (pause !== this.#paused) {
       this.#paused = pause;
       this.onPressure(pause);

@@ -7,7 +7,9 @@ import type { ToolCallState } from "../plugin.ts";
 import { REPLY_TEXT_BYTES } from "../run.ts";
 import type { Snapshot } from "../snapshot.ts";
 import { capUtf8 } from "../text.ts";
-import { idKey, isObject, type JsonObject, type JsonRpcId, stringField } from "./jsonrpc.ts";
+import { applyToolCallUpdate } from "../publish/tool_calls.ts";
+import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "./jsonrpc.ts";
+import { bytesAt, peekChunkText, spanText, type UpdatePeek, utf16Length } from "./peek.ts";
 
 /** Update kinds that show the agent is producing something (besides message text). */
 export const ACTIVITY_KINDS: ReadonlySet<string> = new Set([
@@ -32,6 +34,8 @@ export interface Turn {
   readonly startedAt: number;
   /** The profile's logs as they were when the turn started. */
   readonly snapshot: Snapshot;
+  /** Whether tool calls are merged (someone reads `toolCalls`); else only counted. */
+  readonly trackToolCalls: boolean;
   /** Characters of `agent_message_chunk` text streamed. */
   chars: number;
   /** Other output updates streamed (thoughts, tool calls, plans, non-text chunks). */
@@ -41,8 +45,14 @@ export interface Turn {
   textKept: number;
   /** Agent lines longer than the inspection limit passed during the turn (not read). */
   uninspected: number;
-  /** Tool calls merged by `toolCallId`, in order of first appearance. */
-  toolCalls: Map<string, ToolCallState>;
+  /**
+   * Tool calls merged by `toolCallId`, in order of first appearance. Tool call lines seen
+   * by a peek are kept as bytes and merged when this is first read (or when they pile up).
+   */
+  readonly toolCalls: Map<string, ToolCallState>;
+  /** Tool call lines not merged yet, and their size. */
+  pendingToolLines: Uint8Array[];
+  pendingToolBytes: number;
   /** The client sent `session/cancel` (or turnguard did, on timeout). */
   cancelled: boolean;
   /** When the agent last showed life in this session (ms). */
@@ -57,10 +67,15 @@ export interface TurnStart {
   promptMeta: unknown;
   startedAt: number;
   snapshot: Snapshot;
+  trackToolCalls: boolean;
 }
+
+/** Unmerged tool call bytes a turn keeps before merging them on the spot. */
+export const PENDING_TOOL_BYTES = 16 * 1024 * 1024;
 
 /** A fresh turn's state. */
 export function newTurn(start: TurnStart, turn: number): Turn {
+  const calls = new Map<string, ToolCallState>();
   return {
     ...start,
     turn,
@@ -69,10 +84,30 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     textParts: [],
     textKept: 0,
     uninspected: 0,
-    toolCalls: new Map(),
+    get toolCalls() {
+      mergePending(this);
+      return calls;
+    },
+    pendingToolLines: [],
+    pendingToolBytes: 0,
     cancelled: false,
     lastActivityAt: start.startedAt,
   };
+}
+
+/** Merges the tool call lines kept as bytes, in the order they came. */
+function mergePending(turn: Turn): void {
+  if (turn.pendingToolLines.length === 0) return;
+  const lines = turn.pendingToolLines;
+  turn.pendingToolLines = [];
+  turn.pendingToolBytes = 0;
+  const calls = turn.toolCalls;
+  for (const line of lines) {
+    const message = parseMessage(line);
+    if (message?.kind === "notification" && isObject(message.params)) {
+      applyToolCallUpdate(calls, message.params.update);
+    }
+  }
 }
 
 /** Folds one `session/update`'s `update` object into the turn. */
@@ -89,7 +124,50 @@ export function observeUpdate(turn: Turn, update: unknown, now: number): void {
     return;
   }
   turn.activity++;
-  if (kind === "tool_call" || kind === "tool_call_update") mergeToolCall(turn.toolCalls, update);
+  if (turn.trackToolCalls && (kind === "tool_call" || kind === "tool_call_update")) {
+    applyToolCallUpdate(turn.toolCalls, update);
+  }
+}
+
+/**
+ * Folds in a canonical `session/update` line known by its peek (session and kind) without
+ * parsing it: message chunks are parsed for their text; tool call lines are kept as bytes
+ * and merged later; other kinds only count.
+ */
+export function observeUpdateLine(
+  turn: Turn,
+  peek: UpdatePeek,
+  line: Uint8Array,
+  now: number,
+): void {
+  const kind = peek.kind;
+  if (kind === "agent_message_chunk") {
+    const span = peekChunkText(line, peek);
+    if (span !== null) {
+      turn.lastActivityAt = now;
+      // Once the kept text is full only its length counts: no need to decode it.
+      const length = turn.textKept >= REPLY_TEXT_BYTES
+        ? utf16Length(line, span.start, span.end)
+        : null;
+      if (length !== null) turn.chars += length;
+      else addText(turn, spanText(line, span));
+      return;
+    }
+    const message = parseMessage(line);
+    if (message?.kind === "notification" && isObject(message.params)) {
+      observeUpdate(turn, message.params.update, now);
+    } else {
+      turn.lastActivityAt = now;
+    }
+    return;
+  }
+  turn.lastActivityAt = now;
+  if (!ACTIVITY_KINDS.has(kind)) return;
+  turn.activity++;
+  if (!turn.trackToolCalls || (kind !== "tool_call" && kind !== "tool_call_update")) return;
+  turn.pendingToolLines.push(line.slice());
+  turn.pendingToolBytes += line.length;
+  if (turn.pendingToolBytes > PENDING_TOOL_BYTES) mergePending(turn);
 }
 
 function textOf(content: unknown): string | null {
@@ -103,18 +181,6 @@ function addText(turn: Turn, text: string): void {
   if (turn.textKept >= REPLY_TEXT_BYTES || text.length === 0) return;
   turn.textParts.push(text);
   turn.textKept += text.length;
-}
-
-/**
- * Joins a tool call's updates by `toolCallId`: a later update replaces every field it
- * carries and keeps the others.
- */
-export function mergeToolCall(calls: Map<string, ToolCallState>, update: JsonObject): void {
-  const toolCallId = stringField(update, "toolCallId");
-  if (toolCallId === null) return;
-  const { sessionUpdate: _kind, ...fields } = update;
-  const prev = calls.get(toolCallId);
-  calls.set(toolCallId, { ...prev, ...fields, toolCallId } as ToolCallState);
 }
 
 /**
@@ -153,6 +219,8 @@ export class Turns {
   #counters = new Map<string, number>();
   #bySession = new Map<string, Turn>();
   #byRequest = new Map<string, Turn>();
+  /** The running sessions' ids as UTF-8, for lines looked at as bytes. */
+  #keys = new Map<string, Uint8Array>();
 
   /** Starts a turn for a `session/prompt` request. */
   start(start: TurnStart): Turn {
@@ -160,6 +228,7 @@ export class Turns {
     this.#counters.set(start.sessionId, n);
     const turn = newTurn(start, n);
     this.#bySession.set(start.sessionId, turn);
+    this.#keys.set(start.sessionId, new TextEncoder().encode(start.sessionId));
     this.#byRequest.set(idKey(start.requestId), turn);
     return turn;
   }
@@ -167,6 +236,16 @@ export class Turns {
   /** The turn running in a session (the newest, should a client overlap prompts). */
   forSession(sessionId: string): Turn | undefined {
     return this.#bySession.get(sessionId);
+  }
+
+  /** The turn running in the session whose id is `line[start, end)` (UTF-8 bytes). */
+  forSessionBytes(line: Uint8Array, start: number, end: number): Turn | undefined {
+    for (const [sessionId, key] of this.#keys) {
+      if (key.length === end - start && bytesAt(line, start, key)) {
+        return this.#bySession.get(sessionId);
+      }
+    }
+    return undefined;
   }
 
   /** The turn a `session/prompt` request started. */
@@ -177,7 +256,10 @@ export class Turns {
   /** Forgets an ended turn. */
   end(turn: Turn): void {
     this.#byRequest.delete(idKey(turn.requestId));
-    if (this.#bySession.get(turn.sessionId) === turn) this.#bySession.delete(turn.sessionId);
+    if (this.#bySession.get(turn.sessionId) === turn) {
+      this.#bySession.delete(turn.sessionId);
+      this.#keys.delete(turn.sessionId);
+    }
   }
 
   /** Number of running turns. */

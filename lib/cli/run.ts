@@ -2,9 +2,9 @@
  * `turnguard run`: the command-line shell around lib/run.ts. Journals the turn and, with
  * `--retries`, runs the command again after a retryable failure that wrote nothing.
  */
-import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { failureLine } from "../emit.ts";
+import { openOutcomeFile } from "../outcome_file.ts";
 import { UsageError } from "../errors.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
 import { type RunResult, runTurn } from "../run.ts";
@@ -41,6 +41,9 @@ export async function runCommand(argv: string[]): Promise<number> {
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
   const warn = (line: string) => void process.stderr.write(line + "\n");
+  const outcomeFile = values["outcome-file"]
+    ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
+    : null;
   const { recorder, waits } = turnJournaling(values, env, cwd, profile.name, warn);
   const key = { session: runSessionId(process.pid, Date.now()), turn: 1 };
   const unlisten = recorder.policy.retries > 0 ? waits.listen() : () => {};
@@ -81,9 +84,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   } finally {
     unlisten();
   }
-  const json = JSON.stringify(result.outcome);
-  if (values["outcome-file"]) writeFileSync(resolve(cwd, values["outcome-file"]), json + "\n");
-  if (values["outcome-json"]) process.stdout.write(json + "\n");
+  const problem = outcomeFile?.append(result.outcome) ?? null;
+  outcomeFile?.close();
+  if (problem) warn(`turnguard: ${problem}`);
+  if (values["outcome-json"]) process.stdout.write(JSON.stringify(result.outcome) + "\n");
   return result.exitCode;
 }
 

@@ -5,6 +5,7 @@
  * that is missing, fails or hangs becomes a result with `sent: false`, never a retry.
  */
 import { spawn } from "node:child_process";
+import { Tail } from "../byte_window.ts";
 
 /** Bytes of the command's stderr kept for the outcome. */
 export const FALLBACK_STDERR_BYTES = 2048;
@@ -36,17 +37,6 @@ export interface FallbackResult {
 /** Runs a fallback command; the seam tests and the engine share. */
 export type FallbackRunner = (spec: FallbackSpec) => Promise<FallbackResult>;
 
-/** The last `maxBytes` of a byte string as text, starting on a UTF-8 character boundary. */
-function tailText(chunks: readonly Uint8Array[], maxBytes: number): string {
-  const total = chunks.reduce((n, c) => n + c.length, 0);
-  const all = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) all.set(c, at), at += c.length;
-  let start = Math.max(0, total - maxBytes);
-  while (start < total && (all[start] & 0xc0) === 0x80) start++;
-  return new TextDecoder().decode(all.subarray(start)).trim();
-}
-
 function failure(stderr: string): FallbackResult {
   return { sent: false, exitCode: null, signal: null, timedOut: false, stderr };
 }
@@ -70,15 +60,8 @@ export const runFallback: FallbackRunner = (spec) => {
       resolve(failure(`cannot run ${spec.argv[0]}: ${(err as Error).message}`));
       return;
     }
-    const stderr: Uint8Array[] = [];
-    let kept = 0;
-    child.stderr?.on("data", (chunk: Uint8Array) => {
-      stderr.push(chunk);
-      kept += chunk.length;
-      while (stderr.length > 1 && kept - stderr[0].length >= FALLBACK_STDERR_BYTES) {
-        kept -= stderr.shift()!.length;
-      }
-    });
+    const stderr = new Tail(FALLBACK_STDERR_BYTES);
+    child.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
     let timedOut = false;
     let exited: { code: number | null; signal: string | null } | null = null;
     const timers: ReturnType<typeof setTimeout>[] = [];
@@ -118,7 +101,7 @@ export const runFallback: FallbackRunner = (spec) => {
       }
       const code = exited?.code ?? null;
       const signal = exited?.signal ?? (timedOut ? "SIGKILL" : null);
-      let text = tailText(stderr, FALLBACK_STDERR_BYTES);
+      let text = stderr.text().trim();
       if (timedOut) text = `${text}${text ? "\n" : ""}timed out after ${spec.timeoutMs}ms`;
       resolve({ sent: !timedOut && code === 0, exitCode: code, signal, timedOut, stderr: text });
     };

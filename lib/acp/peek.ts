@@ -1,0 +1,158 @@
+/**
+ * A fast look at `session/update` lines without parsing them. ACP SDKs serialize these
+ * notifications in one canonical shape:
+ *
+ *   {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"K",...
+ *
+ * When a line starts with exactly these bytes, its session and update kind are certain
+ * (every key named is the first of its object), so the proxy need not decode and parse a
+ * long tool result just to learn whose it is. Lines of any other shape are parsed. The
+ * look allocates nothing for the common kinds: the session is compared as bytes.
+ */
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const HEAD = encoder.encode('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"');
+const MID = encoder.encode('","update":{"sessionUpdate":"');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Update kinds known by name, matched as bytes (others are decoded). */
+const KNOWN_KINDS = [
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "user_message_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+  "usage_update",
+  "available_commands_update",
+  "current_mode_update",
+  "config_option_update",
+  "session_info_update",
+].map((kind) => ({ kind, bytes: encoder.encode(kind) }));
+
+/** Where a canonical `session/update` line keeps its session and kind. */
+export interface UpdatePeek {
+  /** The session id's bytes are `line[idStart, idEnd)` (a plain JSON string, no escapes). */
+  idStart: number;
+  idEnd: number;
+  /** `update.sessionUpdate`. */
+  kind: string;
+  /** Offset just past the kind's closing quote. */
+  end: number;
+}
+
+/** True when `line` holds `bytes` at `at`. */
+export function bytesAt(line: Uint8Array, at: number, bytes: Uint8Array): boolean {
+  if (line.length < at + bytes.length) return false;
+  for (let i = 0; i < bytes.length; i++) if (line[at + i] !== bytes[i]) return false;
+  return true;
+}
+
+/** The closing quote of a short JSON string with no escapes starting at `from`; else -1. */
+function plainStringEnd(line: Uint8Array, from: number, max: number): number {
+  const stop = Math.min(line.length, from + max);
+  for (let i = from; i < stop; i++) {
+    const b = line[i];
+    if (b === QUOTE) return i;
+    if (b === BACKSLASH || b < 0x20) return -1;
+  }
+  return -1;
+}
+
+function kindAt(line: Uint8Array, start: number, end: number): string {
+  const length = end - start;
+  for (const { kind, bytes } of KNOWN_KINDS) {
+    if (bytes.length === length && bytesAt(line, start, bytes)) return kind;
+  }
+  return decoder.decode(line.subarray(start, end));
+}
+
+/** Where the session and kind of a canonical `session/update` line are; null otherwise. */
+export function peekUpdate(line: Uint8Array): UpdatePeek | null {
+  if (!bytesAt(line, 0, HEAD)) return null;
+  const idStart = HEAD.length;
+  const idEnd = plainStringEnd(line, idStart, 1024);
+  if (idEnd === -1 || !bytesAt(line, idEnd, MID)) return null;
+  const kindStart = idEnd + MID.length;
+  const kindEnd = plainStringEnd(line, kindStart, 128);
+  if (kindEnd === -1) return null;
+  return { idStart, idEnd, kind: kindAt(line, kindStart, kindEnd), end: kindEnd + 1 };
+}
+
+/** The session id of a peeked line, decoded. */
+export function peekedSessionId(line: Uint8Array, peek: UpdatePeek): string {
+  return decoder.decode(line.subarray(peek.idStart, peek.idEnd));
+}
+
+const TEXT_HEAD = encoder.encode(',"content":{"type":"text","text":"');
+const TEXT_TAIL = encoder.encode('"}}}}');
+
+/** Where the text of a canonical `agent_message_chunk` line is: `line[start, end)`. */
+export interface TextSpan {
+  start: number;
+  end: number;
+}
+
+/**
+ * The text of a canonical `agent_message_chunk` line (`..."content":{"type":"text",
+ * "text":"T"}}}}` and the line's end), when T has no escapes; null for any other line,
+ * which is then parsed.
+ */
+export function peekChunkText(line: Uint8Array, peek: UpdatePeek): TextSpan | null {
+  if (!bytesAt(line, peek.end, TEXT_HEAD)) return null;
+  const start = peek.end + TEXT_HEAD.length;
+  const close = line.indexOf(QUOTE, start);
+  if (close === -1) return null;
+  const escape = line.indexOf(BACKSLASH, start);
+  if (escape !== -1 && escape < close) return null;
+  if (!bytesAt(line, close, TEXT_TAIL)) return null;
+  const rest = line.length - (close + TEXT_TAIL.length);
+  const tailOk = rest === 0 || (rest === 1 && line[line.length - 1] === 0x0a) ||
+    (rest === 2 && line[line.length - 2] === 0x0d && line[line.length - 1] === 0x0a);
+  if (!tailOk) return null;
+  for (let i = start; i < close; i++) if (line[i] < 0x20) return null;
+  return { start, end: close };
+}
+
+/** Decodes a span of a line as UTF-8. */
+export function spanText(line: Uint8Array, span: TextSpan): string {
+  return decoder.decode(line.subarray(span.start, span.end));
+}
+
+/**
+ * The length in UTF-16 units (JavaScript characters) of well-formed UTF-8 bytes, counted
+ * without decoding them; null when they are not well-formed (the decoder's replacement
+ * characters decide the length then).
+ */
+export function utf16Length(bytes: Uint8Array, start: number, end: number): number | null {
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const b = bytes[i];
+    if (b < 0x80) {
+      n++;
+      continue;
+    }
+    let extra: number;
+    let low = 0x80;
+    let high = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf) extra = 1;
+    else if (b >= 0xe0 && b <= 0xef) {
+      extra = 2;
+      if (b === 0xe0) low = 0xa0;
+      if (b === 0xed) high = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      extra = 3;
+      if (b === 0xf0) low = 0x90;
+      if (b === 0xf4) high = 0x8f;
+    } else return null;
+    if (i + extra >= end) return null;
+    const second = bytes[i + 1];
+    if (second < low || second > high) return null;
+    for (let k = 2; k <= extra; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return null;
+    n += extra === 3 ? 2 : 1;
+    i += extra;
+  }
+  return n;
+}
