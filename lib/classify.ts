@@ -5,6 +5,7 @@
 import { findCause } from "./anchors.ts";
 import type { Category, RetryHint } from "./outcome.ts";
 import type { AnchorHit, LoadedAnchor } from "./plugin.ts";
+import { withPluginBudget } from "./plugin_budget.ts";
 import { parseRecovery } from "./retry_hint.ts";
 import { formatDuration } from "./text.ts";
 
@@ -46,7 +47,9 @@ export function classify(
   let category = hit?.category;
   let retryFromText = hit?.retry;
   if (category === undefined) {
-    const { finding, diagnostics: d } = findCause(textAnchors, [{ kind: "text", text: cause }]);
+    const { finding, diagnostics: d } = withPluginBudget(() =>
+      findCause(textAnchors, [{ kind: "text", text: cause }])
+    );
     diagnostics.push(...d);
     category = finding?.hit.category ?? "unknown";
     retryFromText ??= finding?.hit.retry;

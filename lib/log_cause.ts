@@ -11,6 +11,7 @@ import type { Cause } from "./decide.ts";
 import { expandVars } from "./glob.ts";
 import { type LogFs, nodeLogFs } from "./logfs.ts";
 import type { LoadedAnchor } from "./plugin.ts";
+import { withPluginBudget } from "./plugin_budget.ts";
 import { scanAppended } from "./scan.ts";
 import { type Snapshot, takeSnapshot } from "./snapshot.ts";
 
@@ -43,8 +44,15 @@ export interface LogCauseInput {
   fs?: LogFs;
 }
 
-/** Scans the turn's appended log bytes and returns the classified terminal cause. */
+/**
+ * Scans the turn's appended log bytes and returns the classified terminal cause. Code
+ * plugins share one budget for it (the turn's, when the caller opened one).
+ */
 export function findLogCause(input: LogCauseInput): LogCauseResult {
+  return withPluginBudget(() => logCause(input));
+}
+
+function logCause(input: LogCauseInput): LogCauseResult {
   const { snapshot, spawnedAt, pid, profile, anchors, now } = input;
   const diagnostics = [...snapshot.diagnostics];
   if (profile.logs.length === 0) return { cause: null, diagnostics };

@@ -15,21 +15,40 @@ export const AnchorInputSchema = v.variant("kind", [
   }),
   v.object({ kind: v.literal("text"), text: v.string() }),
 ]);
+/** One input an anchor is called with (see AnchorInputSchema). */
 export type AnchorInput = v.InferOutput<typeof AnchorInputSchema>;
 /** The kinds of input an anchor declares it handles. */
 export type AnchorInputKind = AnchorInput["kind"];
 
-/** What an anchor reports when it matches: the readable cause and what is known of it. */
+const badAfterMs = (issue: v.BaseIssue<unknown>) =>
+  `retry.afterMs must be a finite number of milliseconds >= 0, not ${issue.received}`;
+const badAt = (issue: v.BaseIssue<unknown>) =>
+  `retry.at must be an ISO 8601 timestamp, not ${issue.received}`;
+
+/**
+ * What an anchor reports when it matches: the readable cause and what is known of it. The
+ * retry hint is checked here, once, so a hint that is no time (`at: "tomorrow"`,
+ * `afterMs: NaN`) makes the hit invalid (a diagnostic) instead of reaching the outcome.
+ */
 export const AnchorHitSchema = v.object({
   cause: v.pipe(v.string(), v.minLength(1)),
   category: v.optional(CategorySchema),
   code: v.optional(v.union([v.number(), v.string()])),
   retry: v.optional(v.object({
-    afterMs: v.optional(v.number()),
-    at: v.optional(v.string()),
+    /** Milliseconds until a retry may work. */
+    afterMs: v.optional(
+      v.pipe(v.number(badAfterMs), v.finite(badAfterMs), v.minValue(0, badAfterMs)),
+    ),
+    /** When a retry may work; an ISO 8601 timestamp that Date.parse reads. */
+    at: v.optional(v.pipe(
+      v.string(badAt),
+      v.isoTimestamp(badAt),
+      v.check((at) => !Number.isNaN(Date.parse(at)), badAt),
+    )),
     reason: v.optional(v.string()),
   })),
 });
+/** What an anchor's `match` returns when it matches (see AnchorHitSchema). */
 export type AnchorHit = v.InferOutput<typeof AnchorHitSchema>;
 
 const fn = <T extends (...args: never[]) => unknown>(message: string) =>
@@ -47,6 +66,7 @@ export const AnchorSchema = v.strictObject({
   /** Where the anchor came from, for messages (filled in by the loader). */
   origin: v.optional(v.string()),
 });
+/** An anchor as a plugin writes it (see AnchorSchema). */
 export type Anchor = v.InferInput<typeof AnchorSchema>;
 /** An anchor after validation, with defaults applied. */
 export type LoadedAnchor = v.InferOutput<typeof AnchorSchema>;
@@ -62,6 +82,7 @@ export const ToolCallStateSchema = v.looseObject({
   content: v.optional(v.unknown()),
   _meta: v.optional(v.unknown()),
 });
+/** A tool call's merged state as a detector sees it (see ToolCallStateSchema). */
 export type ToolCallState = v.InferOutput<typeof ToolCallStateSchema>;
 
 /** What a detector says of a tool call it recognises as a publish. */
@@ -69,6 +90,7 @@ export const DetectionSchema = v.object({
   publish: v.boolean(),
   channel: v.optional(v.nullable(v.string())),
 });
+/** What a detector's `detect` returns for a publish (see DetectionSchema). */
 export type Detection = v.InferOutput<typeof DetectionSchema>;
 
 /** A publish detector plugin: tells whether a tool call published the turn's reply. */
@@ -77,7 +99,9 @@ export const PublishDetectorSchema = v.strictObject({
   detect: fn<(call: ToolCallState) => Detection | null | undefined>("detect must be a function"),
   origin: v.optional(v.string()),
 });
+/** A publish detector as a plugin writes it (see PublishDetectorSchema). */
 export type PublishDetector = v.InferInput<typeof PublishDetectorSchema>;
+/** A publish detector after validation. */
 export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
 
 /** The shape every plugin module's default export must have. */
@@ -85,6 +109,7 @@ export const PluginModuleSchema = v.strictObject({
   anchors: v.optional(v.array(AnchorSchema), []),
   detectors: v.optional(v.array(PublishDetectorSchema), []),
 });
+/** A plugin module's default export as written (see PluginModuleSchema). */
 export type PluginModule = v.InferInput<typeof PluginModuleSchema>;
 
 /** Typed identity helper for anchor authors. */

@@ -3,17 +3,19 @@
  * that throws, loops or runs long while a turn is decided costs at most its time budget and
  * never the turn's outcome. Calls are synchronous for the caller (the pure matcher stays
  * synchronous): the main thread posts the call and blocks on a shared buffer until the
- * worker answers or the budget runs out; then the worker is terminated, a diagnostic is
- * raised (as a throw the matcher turns into one), and a fresh worker is started for the next
+ * worker answers or the budget of the open scope (lib/plugin_budget.ts) runs out; then the
+ * worker is terminated, a diagnostic is raised (as a throw the matcher turns into one), and
+ * a replacement worker starts importing the module at once, so it is ready for the next
  * turn. Built-in packs and declarative anchors never come here: they run in-process.
  */
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { spendOf } from "./plugin_budget.ts";
 import workerSource from "./plugin_worker.js" with { type: "text" };
 
 /** Default time user code plugins may take, per plugin file, to decide one turn. */
 export const DEFAULT_PLUGIN_BUDGET_MS = 2000;
-/** How long a plugin module may take to import at start-up. */
+/** How long a plugin module may take to import, at start-up and after a restart. */
 export const PLUGIN_LOAD_TIMEOUT_MS = 10_000;
 /** Largest JSON answer a plugin call may give. */
 export const MAX_RESULT_BYTES = 64 * 1024;
@@ -32,37 +34,41 @@ export type ExportPath = ReadonlyArray<string | number>;
 /** What a worker says once its module is imported. */
 type LoadMessage = { op: "loaded"; shape: unknown } | { op: "failed"; message: string };
 
-/** The spend of one turn: which synchronous run of calls it is and what it used. */
-interface Batch {
-  spentMs: number;
-  stopped: boolean;
-}
+/** What a worker writes into the shared buffer: a call's answer, or why its import failed. */
+type Reply = { ok?: unknown; threw?: string };
 
-/** The monotonic clock the budget is measured with (tests may pass their own). */
-export type Clock = () => number;
+const clock = () => performance.now();
 
 /**
  * One plugin file's worker. `load()` imports the module once at start-up and returns a
- * picture of its export; `call()` runs one of its functions under the per-turn budget.
+ * picture of its export; `call()` runs one of its functions under the open scope's budget.
  */
 export class PluginWorker {
+  /** The plugin file. */
   readonly path: string;
+  /** Time the plugin file may take per budget scope (one turn), in milliseconds. */
   readonly budgetMs: number;
-  #clock: Clock;
+  /** Time its module may take to import, at start-up and after each restart. */
+  readonly loadTimeoutMs: number;
   #worker: Worker | null = null;
+  #startedAt = 0;
   #ctrl: Int32Array<ArrayBufferLike> = new Int32Array(0);
   #buffer: SharedArrayBuffer | null = null;
-  #batch: Batch | null = null;
   #closed = false;
 
-  constructor(path: string, budgetMs: number = DEFAULT_PLUGIN_BUDGET_MS, clock?: Clock) {
+  constructor(
+    path: string,
+    budgetMs: number = DEFAULT_PLUGIN_BUDGET_MS,
+    loadTimeoutMs: number = PLUGIN_LOAD_TIMEOUT_MS,
+  ) {
     this.path = path;
     this.budgetMs = budgetMs;
-    this.#clock = clock ?? (() => performance.now());
+    this.loadTimeoutMs = loadTimeoutMs;
   }
 
   /** Starts the worker and imports the module; resolves to the picture of its export. */
-  load(timeoutMs: number = PLUGIN_LOAD_TIMEOUT_MS): Promise<unknown> {
+  load(): Promise<unknown> {
+    const timeoutMs = this.loadTimeoutMs;
     const worker = this.#start();
     return new Promise((resolve, reject) => {
       const done = (fn: () => void) => {
@@ -91,28 +97,35 @@ export class PluginWorker {
 
   /**
    * Calls the function at `path` in the plugin's export with `arg` and returns its answer.
-   * Throws the plugin's own error, or a budget error when this turn's budget ran out (the
-   * worker is then stopped and restarted for the next turn). After a budget error, the
-   * plugin's further calls in the same turn answer null without running.
+   * The call is charged to the open budget scope (lib/plugin_budget.ts; outside one it has a
+   * budget of its own). Throws the plugin's own error, or a budget error when the scope's
+   * budget ran out (the worker is then stopped and a replacement starts importing at once).
+   * After a budget error, the plugin's further calls in the same scope answer null without
+   * running. Waiting for a replacement to finish importing is not charged to the budget; it
+   * is bounded by the import timeout.
    */
   call(path: ExportPath, arg: unknown): unknown {
     if (this.#closed) throw new Error("the plugin host is closed");
-    const batch = this.#currentBatch();
-    if (batch.stopped) return null;
-    const remaining = this.budgetMs - batch.spentMs;
+    const spend = spendOf(this);
+    if (spend.stopped) return null;
+    const remaining = this.budgetMs - spend.spentMs;
     if (remaining <= 0) {
-      batch.stopped = true;
+      spend.stopped = true;
       throw new Error(
         `used up its ${this.budgetMs} ms budget for this turn; its other calls were skipped`,
       );
     }
-    const worker = this.#worker ?? this.#start();
+    const unready = this.#awaitImport();
+    if (unready !== null) {
+      spend.stopped = true;
+      throw new Error(unready);
+    }
     Atomics.store(this.#ctrl, REPLY, 0);
-    worker.postMessage({ op: "call", path, arg });
-    const started = this.#clock();
+    this.#worker!.postMessage({ op: "call", path, arg });
+    const started = clock();
     let answered = false;
     for (;;) {
-      const left = remaining - (this.#clock() - started);
+      const left = remaining - (clock() - started);
       if (left <= 0) break;
       Atomics.wait(this.#ctrl, REPLY, 0, left);
       if (Atomics.load(this.#ctrl, REPLY) === 1) {
@@ -120,18 +133,17 @@ export class PluginWorker {
         break;
       }
     }
-    batch.spentMs += this.#clock() - started;
+    spend.spentMs += clock() - started;
     if (!answered) {
-      batch.stopped = true;
+      spend.stopped = true;
       this.#stop();
+      this.#start();
       throw new Error(
         `ran longer than its ${this.budgetMs} ms budget for this turn; it was stopped ` +
           `(and is restarted for the next turn)`,
       );
     }
-    const length = Atomics.load(this.#ctrl, LENGTH);
-    const bytes = new Uint8Array(this.#buffer!, HEADER_BYTES, length).slice();
-    const result = JSON.parse(new TextDecoder().decode(bytes)) as { ok?: unknown; threw?: string };
+    const result = this.#reply();
     if (result.threw !== undefined) throw new Error(result.threw);
     return result.ok ?? null;
   }
@@ -142,26 +154,48 @@ export class PluginWorker {
     this.#stop();
   }
 
-  /** The turn's batch: one synchronous run of calls; it ends when the microtasks run. */
-  #currentBatch(): Batch {
-    if (this.#batch === null) {
-      const batch: Batch = { spentMs: 0, stopped: false };
-      this.#batch = batch;
-      queueMicrotask(() => {
-        if (this.#batch === batch) this.#batch = null;
-      });
+  /**
+   * Blocks until the current worker has imported the module (starting one if there is
+   * none), at most until the import timeout counted from its start. Null when it is ready,
+   * else why not (the worker is then stopped; the next call starts another).
+   */
+  #awaitImport(): string | null {
+    if (this.#worker === null) this.#start();
+    const deadline = this.#startedAt + this.loadTimeoutMs;
+    for (;;) {
+      const state = Atomics.load(this.#ctrl, READY);
+      if (state === 1) return null;
+      if (state === 2) {
+        const why = this.#reply().threw ?? "unknown error";
+        this.#stop();
+        return `its restarted worker failed to load: ${why}`;
+      }
+      const left = deadline - clock();
+      if (left <= 0) {
+        this.#stop();
+        return `its restarted worker did not finish loading within ${this.loadTimeoutMs} ms`;
+      }
+      Atomics.wait(this.#ctrl, READY, 0, left);
     }
-    return this.#batch;
+  }
+
+  /** The JSON the worker last wrote into the shared buffer. */
+  #reply(): Reply {
+    const length = Atomics.load(this.#ctrl, LENGTH);
+    const bytes = new Uint8Array(this.#buffer!, HEADER_BYTES, length).slice();
+    return JSON.parse(new TextDecoder().decode(bytes)) as Reply;
   }
 
   #start(): Worker {
     const buffer = new SharedArrayBuffer(HEADER_BYTES + MAX_RESULT_BYTES);
     const worker = new Worker(workerSource, { eval: true });
     worker.unref();
-    // A worker that dies is replaced on the next call; its error must not end turnguard.
+    // A worker that dies is replaced after its budget runs out; its error must not end
+    // turnguard.
     worker.on("error", () => {});
     worker.postMessage({ op: "load", url: pathToFileURL(this.path).href, sab: buffer });
     this.#worker = worker;
+    this.#startedAt = clock();
     this.#buffer = buffer;
     this.#ctrl = new Int32Array(buffer, 0, HEADER_BYTES / 4);
     return worker;

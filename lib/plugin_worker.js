@@ -4,12 +4,15 @@
 //
 // Protocol, main thread -> worker (postMessage):
 //   {op: "load", url, sab}   import the plugin module; answer {op: "loaded", shape} or
-//                            {op: "failed", message} by postMessage, and set READY to 1 or 2
+//                            {op: "failed", message} by postMessage, and set READY to 1 or
+//                            2 (after writing {threw: message} in the shared buffer, for a
+//                            main thread that waits on READY instead of on messages)
 //   {op: "call", path, arg}  call the function at `path` in the default export with `arg`;
 //                            answer in the shared buffer: the JSON of {ok: value} or
 //                            {threw: message}, its length in LENGTH, then REPLY = 1 + notify.
 // The main thread blocks on REPLY with a time budget and terminates the worker when the
-// budget runs out, so a plugin that loops never holds a turn's outcome.
+// budget runs out, so a plugin that loops never holds a turn's outcome; it then starts a
+// replacement at once and, before its next call, blocks on READY (not charged to a budget).
 "use strict";
 const { parentPort } = require("node:worker_threads");
 
@@ -51,7 +54,8 @@ function describe(value, depth, seen) {
   return out;
 }
 
-function reply(result) {
+// Writes a result's JSON into the shared buffer and its length into LENGTH.
+function write(result) {
   let json;
   try {
     json = JSON.stringify(result === undefined ? { ok: null } : result);
@@ -66,6 +70,10 @@ function reply(result) {
   }
   data.set(bytes);
   Atomics.store(ctrl, LENGTH, bytes.length);
+}
+
+function reply(result) {
+  write(result);
   Atomics.store(ctrl, REPLY, 1);
   Atomics.notify(ctrl, REPLY);
 }
@@ -102,6 +110,7 @@ parentPort.on("message", async (message) => {
       Atomics.store(ctrl, READY, 1);
     } catch (err) {
       parentPort.postMessage({ op: "failed", message: errorText(err) });
+      write({ threw: errorText(err) });
       Atomics.store(ctrl, READY, 2);
     }
     Atomics.notify(ctrl, READY);

@@ -15,7 +15,9 @@ import { formatKeyPath, type KeyStep } from "./toml_locate.ts";
 
 /** Everything the plugins contributed. */
 export interface LoadedPlugins {
+  /** Validated anchors, in load order. */
   anchors: LoadedAnchor[];
+  /** Validated publish detectors, in load order. */
   detectors: LoadedPublishDetector[];
 }
 
@@ -54,9 +56,11 @@ export function builtinPlugins(): LoadedPlugins {
   );
 }
 
-/** How code plugins are run: the per-turn time budget and the start-up import timeout. */
+/** How code plugins are run: the per-turn time budget and the import timeout. */
 export interface CodePluginOptions {
+  /** Time each plugin file may take per budget scope (lib/plugin_budget.ts). */
   budgetMs?: number;
+  /** Time a module may take to import, at start-up and after a restart. */
   loadTimeoutMs?: number;
 }
 
@@ -75,10 +79,10 @@ export async function loadCodePlugins(
     if (!existsSync(ref.path)) {
       throw new ConfigError(ref.path, null, null, `plugin file not found (named in ${where})`);
     }
-    const worker = new PluginWorker(ref.path, options.budgetMs);
+    const worker = new PluginWorker(ref.path, options.budgetMs, options.loadTimeoutMs);
     let shape: unknown;
     try {
-      shape = await worker.load(options.loadTimeoutMs);
+      shape = await worker.load();
     } catch (err) {
       worker.close();
       throw new ConfigError(ref.path, null, null, `plugin failed to load: ${errorText(err)}`);

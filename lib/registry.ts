@@ -70,17 +70,18 @@ export function selectProfile(
   agentFlag: string | undefined,
   command: string,
 ): Profile {
-  if (agentFlag !== undefined) {
-    const p = registry.profiles.get(agentFlag);
-    if (!p) {
-      const known = [...registry.profiles.keys()].join(", ") || "none";
-      throw new UsageError(`--agent ${agentFlag}: no such agent profile (known: ${known})`);
-    }
-    return p;
-  }
+  if (agentFlag !== undefined) return requireProfile(registry, agentFlag);
   const base = basename(command);
   for (const p of registry.profiles.values()) if (p.match.includes(base)) return p;
   return { name: base, match: [base], logs: [], logFormat: "plain", anchors: null };
+}
+
+/** The profile `--agent NAME` names; a usage error listing the known ones when none is. */
+export function requireProfile(registry: Registry, name: string): Profile {
+  const p = registry.profiles.get(name);
+  if (p) return p;
+  const known = [...registry.profiles.keys()].join(", ") || "none";
+  throw new UsageError(`--agent ${name}: no such agent profile (known: ${known})`);
 }
 
 /** The anchors that apply to a profile: its own (by `agents`) and those its id patterns allow. */

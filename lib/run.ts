@@ -13,6 +13,7 @@ import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
+import { withPluginBudget } from "./plugin_budget.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { capUtf8, lastLines } from "./text.ts";
 import { concatBytes, Head, Tail } from "./byte_window.ts";
@@ -195,24 +196,29 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     return spawnFailure(opts, exit.error, startedAt, endedAt, diagnostics);
   }
 
-  const log = findLogCause({
-    snapshot,
-    spawnedAt: startedAt,
-    pid: child.pid ?? null,
-    profile: opts.profile,
-    anchors: opts.anchors,
-    now: endedAt,
-    fs: opts.fs,
+  // One code plugin budget for everything that decides the turn.
+  const { log, agentError } = withPluginBudget(() => {
+    const log = findLogCause({
+      snapshot,
+      spawnedAt: startedAt,
+      pid: child.pid ?? null,
+      profile: opts.profile,
+      anchors: opts.anchors,
+      now: endedAt,
+      fs: opts.fs,
+    });
+    diagnostics.push(...log.diagnostics);
+    const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
+    const agentError = failedItself
+      ? stderrCause(stderrTail.text(), exit.code, opts.anchors, endedAt, diagnostics)
+      : null;
+    return { log, agentError };
   });
-  diagnostics.push(...log.diagnostics);
-  const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
   const facts: TurnFacts = {
     cancelled,
     exit: { code: exit.code, signal: exit.signal },
     stopReason: null,
-    agentError: failedItself
-      ? stderrCause(stderrTail.text(), exit.code, opts.anchors, endedAt, diagnostics)
-      : null,
+    agentError,
     // Whitespace alone is no answer: a swallowed failure behind a lone newline still shows.
     output: meaningful ? outBytes : 0,
     logCause: log.cause,

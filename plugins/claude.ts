@@ -56,6 +56,7 @@ function epochRetry(text: string): AnchorHit["retry"] | undefined {
   return m ? { at: new Date(Number(m[1]) * 1000).toISOString(), reason: "resets" } : undefined;
 }
 
+/** The claude pack: its anchors (`claude.*`), loaded as the built-in `builtin:claude`. */
 export default definePlugin({
   anchors: [
     defineAnchor({

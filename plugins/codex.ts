@@ -92,6 +92,7 @@ const SENTENCES: ReadonlyArray<{ id: string; category: Category; pattern: RegExp
   },
 ];
 
+/** The codex pack: its anchors (`codex.*`), loaded as the built-in `builtin:codex`. */
 export default definePlugin({
   anchors: [
     defineAnchor({

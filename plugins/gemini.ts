@@ -45,6 +45,7 @@ function resetAfterMs(text: string): number | undefined {
   return m ? parseDuration(m[1]) ?? undefined : undefined;
 }
 
+/** The gemini pack: its anchors (`gemini.*`), loaded as the built-in `builtin:gemini`. */
 export default definePlugin({
   anchors: [
     defineAnchor({

@@ -178,6 +178,7 @@ export function structuralCategory(input: AnchorInput): Category | undefined {
   return grpcCategory(provider?.grpc) ?? statusCategory(statusOf(input, provider));
 }
 
+/** The generic pack: its anchors (`generic.*`), loaded as the built-in `builtin:generic`. */
 export default definePlugin({
   anchors: [
     ...RULES.map((rule) =>

@@ -14,7 +14,9 @@
  * - OpenAI: `{"error":{"message":"...","type":"insufficient_quota","code":"insufficient_quota"}}`
  *   (https://platform.openai.com/docs/guides/error-codes).
  */
+import { isObject } from "../lib/json.ts";
 import type { Category } from "../lib/outcome.ts";
+import type { AnchorInput } from "../lib/plugin.ts";
 import { parseDuration } from "../lib/retry_hint.ts";
 
 /** What a provider error says, as far as it says it. */
@@ -42,10 +44,6 @@ const INTERNAL_PREFIX = /^\s*internal error:\s*/i;
 const STATUS_PREFIX = /(?:\b(?:API Error|Error|got status|status)\s*[:(]?\s*|^\s*)(\d{3})\b/i;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Most JSON.parse attempts one text gets (bounds the work on bracket-heavy text). */
 const MAX_PARSE_ATTEMPTS = 32;
@@ -94,7 +92,7 @@ function collect(value: unknown, into: Partial<ProviderError>, depth: number): v
     for (const item of value) collect(item, into, depth + 1);
     return;
   }
-  if (!isRecord(value)) return;
+  if (!isObject(value)) return;
   const { code, status, type, reason } = value;
   if (typeof code === "number" && code >= 100 && code <= 599) into.status ??= code;
   if (typeof code === "string" && /^[a-z_]+$/.test(code)) into.type ??= code;
@@ -132,12 +130,8 @@ export function parseProviderError(value: unknown): ProviderError | null {
   return found.message === undefined ? null : { ...found, message: found.message };
 }
 
-/** A JSON-RPC error object as an anchor sees it. */
-export interface RpcError {
-  code: unknown;
-  message: unknown;
-  data?: unknown;
-}
+/** A JSON-RPC error object as an anchor sees it (the `error` of an `error` input). */
+export type RpcError = Extract<AnchorInput, { kind: "error" }>["error"];
 
 /**
  * The provider error inside a JSON-RPC error: from its message (`Internal error: API Error:

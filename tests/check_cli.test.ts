@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { AnchorSchema } from "../lib/plugin.ts";
-import { explain } from "../lib/explain.ts";
+import { anchorsFor, findCause, type Finding } from "../lib/anchors.ts";
+import { explain, pickWinner } from "../lib/explain.ts";
 import { turnguard } from "./helpers/cli.ts";
 
 let home: string;
@@ -136,7 +137,16 @@ describe("check sees what the proxy would reject", () => {
     };
     expect({ stdout: r.stdout, stderr: r.stderr, code: r.code }).toEqual(expected);
     // The proxy rejects the same table once the fallback is armed.
-    const p = await tg(["proxy", "--agent", "agy", "--publish-fallback", "--config", path, "--", "true"]);
+    const p = await tg([
+      "proxy",
+      "--agent",
+      "agy",
+      "--publish-fallback",
+      "--config",
+      path,
+      "--",
+      "true",
+    ]);
     expect({ stdout: p.stdout, stderr: p.stderr, code: p.code }).toEqual(expected);
   });
 
@@ -209,5 +219,34 @@ describe("explain (pure)", () => {
     expect(e.diagnostics).toEqual([
       "anchor bad returned an invalid hit: Invalid length: Expected >=1 but received 0",
     ]);
+  });
+
+  test("pickWinner over per-input findings equals findCause over all the inputs", () => {
+    const anchors = [
+      anchor("a", 1), // matches any "x"
+      v.parse(AnchorSchema, {
+        id: "y",
+        priority: 5,
+        on: ["text"],
+        match: (i: { text: string }) => (i.text.includes("y") ? { cause: `y:${i.text}` } : null),
+      }),
+      anchor("c", 1),
+      anchor("d", 5),
+    ];
+    const ordered = anchorsFor(anchors, new Set(["text"]));
+    const cases = [[], ["-"], ["x"], ["x", "y"], ["y", "x", "y"], ["xy", "x"], ["-", "x", "-"]];
+    for (const texts of cases) {
+      const inputs = texts.map((text) => ({ kind: "text" as const, text }));
+      const perInput: Finding[] = inputs.flatMap((input, index) => {
+        const { finding } = findCause(anchors, [input]);
+        return finding ? [{ ...finding, index }] : [];
+      });
+      const picked = pickWinner(ordered, perInput);
+      const whole = findCause(anchors, inputs).finding;
+      expect({ texts, picked: picked && [picked.anchor.id, picked.index, picked.hit] }).toEqual({
+        texts,
+        picked: whole && [whole.anchor.id, whole.index, whole.hit],
+      });
+    }
   });
 });

@@ -22,6 +22,8 @@ const CaseSchema = v.strictObject({
   name: v.string(),
   source: v.pipe(v.string(), v.minLength(5)),
   agent: v.optional(v.string()),
+  /** The clock of this case, when its reset time is absolute (default NOW). */
+  now: v.optional(v.pipe(v.string(), v.isoTimestamp())),
   input: AnchorInputSchema,
   expect: v.strictObject({
     anchor: v.string(),
@@ -60,7 +62,8 @@ for (const file of packs) {
         expect(finding?.anchor.id).toBe(c.expect.anchor);
         expect(finding!.hit.cause).toBe(c.expect.cause);
         const textAnchors = anchors.filter((a) => a.on.includes("text"));
-        const { category, retry } = classify(finding!.hit.cause, finding!.hit, textAnchors, NOW);
+        const now = c.now ? Date.parse(c.now) : NOW;
+        const { category, retry } = classify(finding!.hit.cause, finding!.hit, textAnchors, now);
         expect(category).toBe(c.expect.category as typeof category);
         expect(finding!.hit.code ?? null).toBe(c.expect.code);
         if (c.expect.at !== undefined) expect(retry.at).toBe(c.expect.at);

@@ -55,7 +55,9 @@ describe("AnchorHitSchema through tryMatch", () => {
     [{ afterMs: "5" }, 'retry.afterMs must be a finite number of milliseconds >= 0, not "5"'],
   ];
   for (const [retry, message] of bad) {
-    const label = Object.entries(retry).map(([k, x]) => `${k}: ${String(x)}`).join(", ");
+    const label = Object.entries(retry).map(([k, x]) =>
+      `${k}: ${typeof x === "string" ? JSON.stringify(x) : String(x)}`
+    ).join(", ");
     test(`{${label}} is a diagnostic`, () => {
       const diagnostics: string[] = [];
       expect(tryMatch(inProcess(retry), { kind: "log", line: "x" }, diagnostics)).toBeNull();
@@ -81,17 +83,21 @@ describe("AnchorHitSchema through tryMatch", () => {
     }
   });
 
-  test("NaN from a code plugin arrives as null (results cross as JSON) and is refused", async () => {
-    const path = join(home, "nan.ts");
-    const { anchors } = await loadCodePlugins([{ path, from: "test", line: null }]);
-    const diagnostics: string[] = [];
-    const hit = tryMatch(anchors[0], { kind: "log", line: "agent executor error" }, diagnostics);
-    expect(hit).toBeNull();
-    expect(diagnostics).toEqual([
-      `anchor user.nan (${path}) returned an invalid hit: ` +
-      "retry.afterMs must be a finite number of milliseconds >= 0, not null",
-    ]);
-  }, 20_000);
+  test(
+    "NaN from a code plugin arrives as null (results cross as JSON) and is refused",
+    async () => {
+      const path = join(home, "nan.ts");
+      const { anchors } = await loadCodePlugins([{ path, from: "test", line: null }]);
+      const diagnostics: string[] = [];
+      const hit = tryMatch(anchors[0], { kind: "log", line: "agent executor error" }, diagnostics);
+      expect(hit).toBeNull();
+      expect(diagnostics).toEqual([
+        `anchor user.nan (${path}) returned an invalid hit: ` +
+        "retry.afterMs must be a finite number of milliseconds >= 0, not null",
+      ]);
+    },
+    20_000,
+  );
 });
 
 describe("a turn whose code plugin gives a bad retry hint", () => {

@@ -1,12 +1,13 @@
 /**
- * The plugin host with real worker threads: calls, throws, the per-turn time budget, the
- * restart after a stopped plugin, and detectors run through it.
+ * The plugin host with real worker threads: calls, throws, the budget scopes, the restart
+ * after a stopped plugin, and detectors run through it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findCause } from "../lib/anchors.ts";
+import { withPluginBudget } from "../lib/plugin_budget.ts";
 import { PluginWorker, reviveExport } from "../lib/plugin_host.ts";
 import { loadCodePlugins } from "../lib/plugins.ts";
 import { runDetector } from "../lib/publish/detect.ts";
@@ -21,9 +22,10 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "tg-host-"));
   for (const [name, source] of Object.entries(FILES)) writeFileSync(join(dir, name), source);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-/** Ends the current synchronous run of calls, i.e. the turn. */
-const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  for (const marker of MARKERS) rmSync(marker, { force: true });
+});
 
 const SOURCE = `
 let calls = 0;
@@ -56,6 +58,31 @@ const SLOW_IMPORT = plugin(
   `const end = Date.now() + 800; while (Date.now() < end) {}
 export default { anchors: [{ id: "si", on: ["log"], match: (i) => { if (i.line === "loop") for (;;) {} return { cause: i.line }; } }] };`,
 );
+/** Imports fine the first time; once `marker` exists, its import throws or never ends. */
+const reimport = (name: string, marker: string, then: string) =>
+  plugin(
+    name,
+    `import { existsSync, writeFileSync } from "node:fs";
+const marker = ${JSON.stringify(marker)};
+if (existsSync(marker)) { ${then} }
+export default { anchors: [{ id: "r", on: ["log"], match: (i) => {
+  if (i.line === "loop") { writeFileSync(marker, ""); for (;;) {} }
+  return { cause: i.line };
+} }] };`,
+  );
+const MARKERS = ["throws", "hangs"].map((k) =>
+  join(tmpdir(), `tg-host-marker-${k}-${process.pid}`)
+);
+const REIMPORT_THROWS = reimport(
+  "reimport_throws.ts",
+  MARKERS[0],
+  'throw new Error("token expired");',
+);
+const REIMPORT_HANGS = reimport(
+  "reimport_hangs.ts",
+  MARKERS[1],
+  "for (;;) {}",
+);
 const BAD_DETECTOR = plugin(
   "bad_detector.ts",
   'export default { detectors: [{ id: "d.bad", detect() { throw new Error("nope"); } }] };',
@@ -84,33 +111,57 @@ describe("PluginWorker", () => {
       expect(() => asyncOne.match({ kind: "log", line: "x" })).toThrow(
         "returned a Promise; plugin functions must answer synchronously",
       );
-      expect(() => loops.match({ kind: "log", line: "loop" })).toThrow(
-        "ran longer than its 300 ms budget for this turn; it was stopped (and is restarted for the next turn)",
-      );
-      // The rest of this turn skips the stopped plugin without waiting again.
-      expect(ok.match({ kind: "log", line: "boom" })).toBeNull();
-      await nextTurn();
+      withPluginBudget(() => {
+        expect(() => loops.match({ kind: "log", line: "loop" })).toThrow(
+          "ran longer than its 300 ms budget for this turn; it was stopped (and is restarted for the next turn)",
+        );
+        // The rest of this turn skips the stopped plugin without waiting again.
+        expect(ok.match({ kind: "log", line: "boom" })).toBeNull();
+      });
       // A fresh worker (fresh module state) answers in the next turn.
-      expect(ok.match({ kind: "log", line: "boom" })).toEqual({ cause: "boom #1" });
+      expect(withPluginBudget(() => ok.match({ kind: "log", line: "boom" }))).toEqual({
+        cause: "boom #1",
+      });
       w.close();
     },
     20_000,
   );
 
-  test("slow calls share one budget per turn", async () => {
+  test("slow calls share one budget per scope; nested scopes join it", async () => {
     const w = new PluginWorker(pathOf(SLOW), 500);
     const mod = reviveExport(await w.load(), (path, arg) => w.call(path, arg)) as {
       anchors: Array<{ match: (i: unknown) => unknown }>;
     };
     const slow = mod.anchors[3];
     // 200 ms each: two fit in the 500 ms turn budget, the third does not.
-    expect(slow.match({ kind: "log", line: "a" })).toBeNull();
-    expect(slow.match({ kind: "log", line: "b" })).toBeNull();
-    expect(() => slow.match({ kind: "log", line: "c" })).toThrow(
-      "ran longer than its 500 ms budget for this turn",
-    );
-    await nextTurn();
-    expect(slow.match({ kind: "log", line: "d" })).toBeNull();
+    withPluginBudget(() => {
+      expect(slow.match({ kind: "log", line: "a" })).toBeNull();
+      expect(withPluginBudget(() => slow.match({ kind: "log", line: "b" }))).toBeNull();
+      expect(() => withPluginBudget(() => slow.match({ kind: "log", line: "c" }))).toThrow(
+        "ran longer than its 500 ms budget for this turn",
+      );
+      expect(slow.match({ kind: "log", line: "skipped" })).toBeNull();
+    });
+    // A new scope has the whole budget again, even while await is never reached.
+    withPluginBudget(() => {
+      expect(slow.match({ kind: "log", line: "d" })).toBeNull();
+      expect(slow.match({ kind: "log", line: "e" })).toBeNull();
+    });
+    w.close();
+  }, 20_000);
+
+  test("outside any scope each call has a budget of its own", async () => {
+    const w = new PluginWorker(pathOf(SLOW), 300);
+    const mod = reviveExport(await w.load(), (path, arg) => w.call(path, arg)) as {
+      anchors: Array<{ match: (i: unknown) => unknown }>;
+    };
+    const slow = mod.anchors[3];
+    // Three 200 ms calls in one synchronous run: each fits its own 300 ms budget.
+    expect([1, 2, 3].map((n) => slow.match({ kind: "log", line: `${n}` }))).toEqual([
+      null,
+      null,
+      null,
+    ]);
     w.close();
   }, 20_000);
 });
@@ -132,8 +183,9 @@ describe("restarts", () => {
       // Nobody calls: the replacement imports in the background all the same.
       for (let i = 0; i < 100 && !w.ready; i++) await Bun.sleep(50);
       expect(w.ready).toBe(true);
-      await nextTurn();
-      expect(match({ kind: "log", line: "after" })).toEqual({ cause: "after" });
+      expect(withPluginBudget(() => match({ kind: "log", line: "after" }))).toEqual({
+        cause: "after",
+      });
       w.close();
     },
     20_000,
@@ -146,10 +198,32 @@ describe("restarts", () => {
     };
     const match = mod.anchors[0].match;
     expect(() => match({ kind: "log", line: "loop" })).toThrow("ran longer than its 200 ms");
-    await nextTurn();
-    expect(match({ kind: "log", line: "soon" })).toEqual({ cause: "soon" });
+    expect(withPluginBudget(() => match({ kind: "log", line: "soon" }))).toEqual({
+      cause: "soon",
+    });
     w.close();
   }, 20_000);
+
+  const failures: Array<[string, string]> = [
+    [REIMPORT_THROWS, "its restarted worker failed to load: token expired"],
+    [REIMPORT_HANGS, "its restarted worker did not finish loading within 1000 ms"],
+  ];
+  for (const [name, message] of failures) {
+    test(`a replacement that cannot load: ${message}`, async () => {
+      const w = new PluginWorker(pathOf(name), 200, 1000);
+      const mod = reviveExport(await w.load(), (path, arg) => w.call(path, arg)) as {
+        anchors: Array<{ match: (i: unknown) => unknown }>;
+      };
+      const match = mod.anchors[0].match;
+      expect(() => match({ kind: "log", line: "loop" })).toThrow("ran longer than its 200 ms");
+      withPluginBudget(() => {
+        expect(() => match({ kind: "log", line: "next" })).toThrow(message);
+        // The rest of the turn skips it.
+        expect(match({ kind: "log", line: "again" })).toBeNull();
+      });
+      w.close();
+    }, 20_000);
+  }
 });
 
 describe("code plugins in the matcher", () => {
@@ -161,7 +235,7 @@ describe("code plugins in the matcher", () => {
       { path: good, from: "test", line: null },
     ], { budgetMs: 200 });
     const lines = ["I fine", "E broke", "I more"].map((line) => ({ kind: "log" as const, line }));
-    const r = findCause(anchors, lines);
+    const r = withPluginBudget(() => findCause(anchors, lines));
     expect(r.finding?.anchor.id).toBe("u.good");
     expect(r.finding?.hit.cause).toBe("E broke");
     expect(r.diagnostics).toEqual([

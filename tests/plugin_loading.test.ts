@@ -204,4 +204,33 @@ describe("plugins that fail while a turn is decided", () => {
     },
     30_000,
   );
+
+  test("one budget per turn: the log scan and the stderr classification share it", async () => {
+    const d = dir({
+      "anchors.toml": 'plugins = ["loops.ts"]\nplugin_budget_ms = 300\n',
+      "loops.ts":
+        'export default { anchors: [{ id: "user.loops", on: ["log", "text"], match() { for (;;) {} } }] };\n',
+    });
+    const r = await runProcess([
+      bin,
+      "run",
+      "--agent",
+      "agy",
+      "--config",
+      join(d, "anchors.toml"),
+      "--outcome-json",
+      "--",
+      FAKE_AGY,
+      "--print",
+      "hi",
+    ], { env: { ...env(), FAKE_AGY: "stderr-fail" }, cwd: d });
+    expect(r.code).toBe(3);
+    const outcome = v.parse(OutcomeSchema, JSON.parse(r.stdout));
+    expect(outcome.error?.category).toBe("auth");
+    // Stopped once while the log was scanned; skipped, not run again, for the stderr.
+    expect(outcome.diagnostics.filter((x) => x.includes("user.loops"))).toEqual([
+      `anchor user.loops (${join(d, "loops.ts")}) threw: ran longer than its 300 ms budget ` +
+      "for this turn; it was stopped (and is restarted for the next turn)",
+    ]);
+  }, 30_000);
 });

@@ -3,6 +3,7 @@
  * nothing, for blank lines, invalid JSON, batches and anything that is not a message).
  * The proxy only reads messages; lines it does not rewrite are forwarded as their bytes.
  */
+import { isObject } from "../json.ts";
 
 /** A request id: each side of the connection numbers its own. */
 export type JsonRpcId = string | number;
@@ -19,10 +20,8 @@ export type Message =
 
 const decoder = new TextDecoder();
 
-/** True for a plain JSON object (not an array, not null). */
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+/** True for a plain JSON object (lib/json.ts; re-exported for the proxy's modules). */
+export { isObject };
 
 function isId(value: unknown): value is JsonRpcId {
   return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));

@@ -1,10 +1,13 @@
 /**
  * `turnguard check [--config PATH] [--json]`: validates the configuration and loads every
- * plugin exactly as `run` and `proxy` would, then prints what is active per agent profile.
- * Exit 0 when all is well; 2 with the first error (file, line, key) otherwise.
+ * plugin exactly as `run` and `proxy` would (each profile's publish table included, as if
+ * the fallback were armed), then prints what is active per agent profile, and a warning per
+ * `anchors` pattern that selects nothing. Exit 0 when all is well (warnings included); 2
+ * with the first error (file, line, key) otherwise.
  */
 import type { Profile } from "../config.ts";
 import type { LoadedAnchor } from "../plugin.ts";
+import { publishSettings, selectDetectors } from "../publish/settings.ts";
 import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 
@@ -21,9 +24,31 @@ function describeAnchor(a: LoadedAnchor) {
   return { id: a.id, priority: a.priority, on: a.on, origin: a.origin ?? null };
 }
 
-/** What `check --json` prints. */
+/**
+ * Checks what the proxy checks only once a profile's publish fallback is armed: the table's
+ * detectors must exist (the proxy's own functions, so the wording is the same). Throws
+ * UsageError.
+ */
+function checkPublish(registry: Registry, profile: Profile): void {
+  const settings = publishSettings(profile.publish, true);
+  if (settings) selectDetectors(settings, registry.detectors, profile.name);
+}
+
+/** One warning per `anchors` pattern of a profile that selects none of its anchors. */
+function patternWarnings(registry: Registry, profile: Profile): string[] {
+  return (profile.anchors ?? []).flatMap((pattern) =>
+    profileAnchors(registry.anchors, { ...profile, anchors: [pattern] }).length === 0
+      ? [`agent ${profile.name}: anchors pattern "${pattern}" matches no anchor`]
+      : []
+  );
+}
+
+/** What `check --json` prints; throws the first error a command would stop on. */
 export function checkReport(registry: Registry) {
-  const profiles = [...registry.profiles.values(), OTHER].map((p) => ({
+  const configured = [...registry.profiles.values()];
+  for (const p of configured) checkPublish(registry, p);
+  const warnings = configured.flatMap((p) => patternWarnings(registry, p));
+  const profiles = [...configured, OTHER].map((p) => ({
     name: p.name,
     match: p.match,
     logs: p.logs,
@@ -36,6 +61,7 @@ export function checkReport(registry: Registry) {
     pluginBudgetMs: registry.pluginBudgetMs,
     profiles,
     detectors: registry.detectors.map((d) => ({ id: d.id, origin: d.origin ?? null })),
+    warnings,
   };
 }
 
@@ -62,6 +88,7 @@ export function formatCheck(report: ReturnType<typeof checkReport>): string {
   }
   out.push(`publish detectors (${report.detectors.length}, every profile):`);
   for (const d of report.detectors) out.push(`    ${d.id}  ${d.origin ?? ""}`.trimEnd());
+  for (const w of report.warnings) out.push(`warning: ${w}`);
   const anchors = new Set(report.profiles.flatMap((p) => p.anchors.map((a) => a.id))).size;
   out.push(
     `ok: ${report.profiles.length - 1} profile(s), ${anchors} anchor(s), ` +

@@ -1,6 +1,7 @@
 /**
  * `turnguard explain [--agent NAME] [--config PATH] [--kind K] [--json] TEXT|-`: for one
  * input, which anchors were tried in which order, what each said, and why the winner won.
+ * Matching and classifying the input share one code plugin budget, as one turn does.
  * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
  */
 import { readFileSync } from "node:fs";
@@ -9,6 +10,7 @@ import { UsageError } from "../errors.ts";
 import { explain, type Explanation } from "../explain.ts";
 import { inputText } from "../anchors.ts";
 import type { RetryHint } from "../outcome.ts";
+import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS } from "./scan.ts";
@@ -64,12 +66,15 @@ export async function explainCommand(argv: string[]): Promise<number> {
     cwd: process.cwd(),
   });
   const anchors = commandAnchors(registry, values.agent);
-  const e = explain(anchors, lineInput(text, kind));
   const textAnchors = anchors.filter((a) => a.on.includes("text"));
-  const diagnostics = [...e.diagnostics];
-  const classified = e.winner
-    ? classify(e.winner.hit.cause, e.winner.hit, textAnchors, Date.now(), diagnostics)
-    : null;
+  const { e, diagnostics, classified } = withPluginBudget(() => {
+    const e = explain(anchors, lineInput(text, kind));
+    const diagnostics = [...e.diagnostics];
+    const classified = e.winner
+      ? classify(e.winner.hit.cause, e.winner.hit, textAnchors, Date.now(), diagnostics)
+      : null;
+    return { e, diagnostics, classified };
+  });
   if (values.json) {
     process.stdout.write(
       JSON.stringify({

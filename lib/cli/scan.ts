@@ -3,20 +3,25 @@
  * anchors over whole files (or stdin), line by line, and prints every finding — anchor,
  * category, retry hint, file:line and cause — then the line a turn would report (the
  * matcher's winner over the whole file). For plugin authors testing against their own logs.
+ * Each line gets its own code plugin budget, so a file of any size is scanned to its end.
  * Exit 0 when something was found, 1 when nothing was, 2 on a usage or config error.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { findCause } from "../anchors.ts";
+import { anchorsFor, findCause, type Finding } from "../anchors.ts";
 import { classify } from "../classify.ts";
 import { UsageError } from "../errors.ts";
+import { pickWinner } from "../explain.ts";
+import { isObject } from "../json.ts";
 import type { RetryHint } from "../outcome.ts";
 import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
-import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
+import { withPluginBudget } from "../plugin_budget.ts";
+import { loadRegistry, profileAnchors, type Registry, requireProfile } from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 
 /** How the lines of a file are read as anchor inputs. */
 export const INPUT_KINDS = ["auto", "log", "text", "error"] as const;
+/** One of INPUT_KINDS: how `--kind` reads lines. */
 export type InputKind = (typeof INPUT_KINDS)[number];
 
 /** The flags `scan` and `explain` share. */
@@ -27,13 +32,9 @@ export const SCAN_OPTIONS = {
   json: { type: "boolean" },
 } satisfies OptionSpec;
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** A JSON-RPC error object: `{code, message, data?}`. */
 function asError(value: unknown): Extract<AnchorInput, { kind: "error" }>["error"] | null {
-  if (!isRecord(value) || !("message" in value)) return null;
+  if (!isObject(value) || !("message" in value)) return null;
   return { code: value.code ?? null, message: value.message, data: value.data };
 }
 
@@ -52,13 +53,13 @@ export function lineInput(line: string, kind: InputKind): AnchorInput {
     if (kind === "error") return { kind: "error", error: { code: null, message: line } };
     return { kind: "log", line };
   }
-  const error = asError(isRecord(parsed) && "error" in parsed ? parsed.error : parsed);
+  const error = asError(isObject(parsed) && "error" in parsed ? parsed.error : parsed);
   if (error) return { kind: "error", error };
   if (kind === "error") return { kind: "error", error: { code: null, message: line } };
-  const update = isRecord(parsed) && isRecord(parsed.params) ? parsed.params.update : undefined;
+  const update = isObject(parsed) && isObject(parsed.params) ? parsed.params.update : undefined;
   if (
-    isRecord(update) && update.sessionUpdate === "agent_message_chunk" &&
-    isRecord(update.content) && typeof update.content.text === "string"
+    isObject(update) && update.sessionUpdate === "agent_message_chunk" &&
+    isObject(update.content) && typeof update.content.text === "string"
   ) {
     return { kind: "text", text: update.content.text };
   }
@@ -75,12 +76,7 @@ export function parseKind(value: string | undefined): InputKind {
 /** The anchors a command uses: the profile's with `--agent`, else every anchor. */
 export function commandAnchors(registry: Registry, agent: string | undefined): LoadedAnchor[] {
   if (agent === undefined) return registry.anchors;
-  const profile = registry.profiles.get(agent);
-  if (!profile) {
-    const known = [...registry.profiles.keys()].join(", ") || "none";
-    throw new UsageError(`--agent ${agent}: no such agent profile (known: ${known})`);
-  }
-  return profileAnchors(registry.anchors, profile);
+  return profileAnchors(registry.anchors, requireProfile(registry, agent));
 }
 
 /** One finding as `scan --json` prints it. */
@@ -104,7 +100,12 @@ export interface FileScan {
   diagnostics: string[];
 }
 
-/** Scans the lines of one text with `anchors`; pure but for the anchors' own code. */
+/**
+ * Scans the lines of one text with `anchors`; pure but for the anchors' own code. Each line
+ * is matched (and its cause classified) once, under a plugin budget of its own; the turn's
+ * line is picked from those per-line findings by the matcher's rule (pickWinner), so no
+ * anchor runs twice on a line.
+ */
 export function scanText(
   file: string,
   text: string,
@@ -120,27 +121,31 @@ export function scanText(
   const inputs = numbered.map(({ line }) => lineInput(line, kind));
   const textAnchors = anchors.filter((a) => a.on.includes("text"));
   const findings: ScanFinding[] = [];
-  inputs.forEach((input, i) => {
-    const found = findCause(anchors, [input]);
-    diagnostics.push(...found.diagnostics);
-    if (!found.finding) return;
-    const { hit, anchor } = found.finding;
-    const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
-    findings.push({
-      file,
-      line: numbered[i].number,
-      kind: input.kind,
-      anchor: anchor.id,
-      origin: anchor.origin ?? null,
-      category,
-      code: hit.code ?? null,
-      retry,
-      cause: hit.cause,
-    });
-  });
-  const whole = findCause(anchors, inputs);
-  const turnCause = whole.finding
-    ? { line: numbered[whole.finding.index].number, anchor: whole.finding.anchor.id }
+  const matches: Finding[] = [];
+  inputs.forEach((input, i) =>
+    withPluginBudget(() => {
+      const found = findCause(anchors, [input]);
+      diagnostics.push(...found.diagnostics);
+      if (!found.finding) return;
+      const { hit, anchor } = found.finding;
+      matches.push({ ...found.finding, index: i });
+      const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+      findings.push({
+        file,
+        line: numbered[i].number,
+        kind: input.kind,
+        anchor: anchor.id,
+        origin: anchor.origin ?? null,
+        category,
+        code: hit.code ?? null,
+        retry,
+        cause: hit.cause,
+      });
+    })
+  );
+  const winner = pickWinner(anchorsFor(anchors, new Set(inputs.map((i) => i.kind))), matches);
+  const turnCause = winner
+    ? { line: numbered[winner.index].number, anchor: winner.anchor.id }
     : null;
   return { findings, turnCause, diagnostics: [...new Set(diagnostics)] };
 }
