@@ -9,17 +9,29 @@
  * - memory: peak RSS of the proxy while one 50 MB line passes, by inspection limit.
  *
  * Run: `make build && node_modules/.bin/bun bench/proxy.ts` (add `--quick` for a smoke run).
+ * The same file also plays the benchmark's helper processes (`--responder`, `--passthrough`).
  */
 import { Buffer } from "node:buffer";
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { arch, cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname!, "..");
 const BIN = join(ROOT, "dist/turnguard");
 const BUN = join(ROOT, "node_modules/.bin/bun");
-const RESPONDER = join(ROOT, "bench/proxy_responder.ts");
+const SELF = join(ROOT, "bench/proxy.ts");
+/** The benchmark's own helper processes (this file in another role). */
+const RESPONDER = [BUN, SELF, "--responder"];
+const PASSTHROUGH = [BUN, SELF, "--passthrough"];
 const QUICK = process.argv.includes("--quick");
 const MB = 1024 * 1024;
 
@@ -53,14 +65,24 @@ function writeTraffic(path: string, bytes: number): number {
   let batch: string[] = [];
   let tool = 0;
   const update = (u: unknown) =>
-    JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s1", update: u } }) + "\n";
+    JSON.stringify({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "s1", update: u },
+    }) + "\n";
   while (size < bytes) {
     const k = r();
     let line: string;
     if (k < 0.55) {
-      line = update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: words(3 + int(30)) } });
+      line = update({
+        sessionUpdate: "agent_message_chunk",
+        content: { type: "text", text: words(3 + int(30)) },
+      });
     } else if (k < 0.75) {
-      line = update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: words(5 + int(50)) } });
+      line = update({
+        sessionUpdate: "agent_thought_chunk",
+        content: { type: "text", text: words(5 + int(50)) },
+      });
     } else if (k < 0.83) {
       tool++;
       line = update({
@@ -77,19 +99,30 @@ function writeTraffic(path: string, bytes: number): number {
         sessionUpdate: "tool_call_update",
         toolCallId: `call_${tool}`,
         status: "completed",
-        content: [{ type: "diff", path: `/repo/src/module_${int(100)}.ts`, oldText: old, newText: old + "\n" + words(40) }],
+        content: [{
+          type: "diff",
+          path: `/repo/src/module_${int(100)}.ts`,
+          oldText: old,
+          newText: old + "\n" + words(40),
+        }],
       });
     } else if (k < 0.96) {
       line = update({
         sessionUpdate: "tool_call_update",
         toolCallId: `call_${tool}`,
         status: "completed",
-        rawOutput: { stdout: Array.from({ length: 10 + int(400) }, () => words(12)).join("\n"), exitCode: 0 },
+        rawOutput: {
+          stdout: Array.from({ length: 10 + int(400) }, () => words(12)).join("\n"),
+          exitCode: 0,
+        },
       });
     } else if (k < 0.98) {
       line = update({
         sessionUpdate: "plan",
-        entries: Array.from({ length: 3 + int(6) }, () => ({ content: words(8), priority: "medium", status: "pending" })),
+        entries: Array.from(
+          { length: 3 + int(6) },
+          () => ({ content: words(8), priority: "medium", status: "pending" }),
+        ),
       });
     } else {
       line = update({ sessionUpdate: "usage_update", used: int(200_000), size: 200_000 });
@@ -163,8 +196,18 @@ async function roundTrips(cmd: string[], n: number, kind: "request" | "prompt"):
   const warmup = 200;
   for (let i = 0; i < n + warmup; i++) {
     const message = kind === "prompt"
-      ? { jsonrpc: "2.0", id: i, method: "session/prompt", params: { sessionId: `s${i % 4}`, prompt: [{ type: "text", text: "hi" }] } }
-      : { jsonrpc: "2.0", id: i, method: "session/set_mode", params: { sessionId: "s1", modeId: "code" } };
+      ? {
+        jsonrpc: "2.0",
+        id: i,
+        method: "session/prompt",
+        params: { sessionId: `s${i % 4}`, prompt: [{ type: "text", text: "hi" }] },
+      }
+      : {
+        jsonrpc: "2.0",
+        id: i,
+        method: "session/set_mode",
+        params: { sessionId: "s1", modeId: "code" },
+      };
     const t0 = performance.now();
     const answered = new Promise<number>((r) => waiting = r);
     child.stdin.write(JSON.stringify(message) + "\n");
@@ -200,17 +243,15 @@ function peakRss(cmd: string[], first: string): Promise<{ peakMiB: number; bytes
   });
 }
 
+/** The machine, as `nproc`, `uname -m` and /proc/cpuinfo tell it, and the runtime. */
 function machine(): string {
   let model = "unknown";
   try {
     model = readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/)?.[1] ?? model;
   } catch { /* not Linux */ }
-  const bun = Bun_version();
-  return `${cpus().length} × ${model}, ${arch() === "x64" ? "x86_64" : arch()}, bun ${bun}`;
-}
-
-function Bun_version(): string {
-  return (globalThis as { Bun?: { version: string } }).Bun?.version ?? "?";
+  const runtime = (globalThis as { Bun?: { version: string } }).Bun?.version ?? "?";
+  const machineArch = arch() === "x64" ? "x86_64" : arch();
+  return `nproc ${cpus().length}, ${machineArch}, ${model}; bun ${runtime}`;
 }
 
 const f1 = (x: number) => x.toFixed(1);
@@ -228,9 +269,10 @@ async function main(): Promise<void> {
     const size = writeTraffic(traffic, QUICK ? 20 * MB : 200 * MB);
     const reps = QUICK ? 1 : 3;
     const agent = streamer(traffic);
-    const runs: Record<string, number[]> = { cat: [], turn: [], idle: [] };
+    const runs: Record<string, number[]> = { cat: [], bare: [], turn: [], idle: [] };
     for (let i = 0; i < reps; i++) {
       runs.cat.push((await throughput(sh(`(${agent}) | cat`), PROMPT)).mbps);
+      runs.bare.push((await throughput([...PASSTHROUGH, ...sh(agent)], PROMPT)).mbps);
       const t = await throughput([BIN, "proxy", "--", ...sh(agent)], PROMPT);
       if (t.bytes !== size) throw new Error(`proxy passed ${t.bytes} of ${size} bytes`);
       runs.turn.push(t.mbps);
@@ -239,10 +281,12 @@ async function main(): Promise<void> {
     const cat = median(runs.cat);
 
     const n = QUICK ? 300 : 3000;
-    const direct = [BUN, RESPONDER];
-    const proxied = [BIN, "proxy", "--", BUN, RESPONDER];
+    const direct = RESPONDER;
+    const proxied = [BIN, "proxy", "--", ...RESPONDER];
+    const bare = [...PASSTHROUGH, ...RESPONDER];
     const lat = {
       directReq: await roundTrips(direct, n, "request"),
+      bareReq: await roundTrips(bare, n, "request"),
       proxyReq: await roundTrips(proxied, n, "request"),
       directPrompt: await roundTrips(direct, n, "prompt"),
       proxyPrompt: await roundTrips(proxied, n, "prompt"),
@@ -250,7 +294,8 @@ async function main(): Promise<void> {
 
     const big = join(dir, "big.ndjson");
     const fd = openSync(big, "w");
-    const head = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"';
+    const head =
+      '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"';
     writeSync(fd, head);
     const block = Buffer.alloc(MB, "x");
     for (let i = 0; i < 50; i++) writeSync(fd, block);
@@ -261,6 +306,7 @@ async function main(): Promise<void> {
     writeSync(sfd, '{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n');
     closeSync(sfd);
     const mem = {
+      bare: await peakRss([...PASSTHROUGH, ...sh(streamer(big, "sleep 0.3"))], PROMPT),
       idle: await peakRss([BIN, "proxy", "--", ...sh(streamer(small, "sleep 0.3"))], PROMPT),
       def: await peakRss([BIN, "proxy", "--", ...sh(streamer(big, "sleep 0.3"))], PROMPT),
       mib1: await peakRss(
@@ -268,39 +314,77 @@ async function main(): Promise<void> {
         PROMPT,
       ),
       inspected: await peakRss(
-        [BIN, "proxy", "--max-line-bytes", String(64 * MB), "--", ...sh(streamer(big, "sleep 0.3"))],
+        [
+          BIN,
+          "proxy",
+          "--max-line-bytes",
+          String(64 * MB),
+          "--",
+          ...sh(streamer(big, "sleep 0.3")),
+        ],
         PROMPT,
       ),
     };
 
     const out: string[] = [];
-    out.push(`Machine: ${machine()}; date: ${new Date().toISOString().slice(0, 10)}; ` +
-      `median of ${reps} run(s)${QUICK ? " (quick)" : ""}; total ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+    out.push(
+      `Machine: ${machine()}; date: ${new Date().toISOString().slice(0, 10)}; ` +
+        `median of ${reps} run(s)${QUICK ? " (quick)" : ""}; total ${
+          ((Date.now() - started) / 1000).toFixed(0)
+        } s.`,
+    );
     out.push("");
-    out.push(`Throughput, ${f1(size / MB)} MiB of a turn's session/update stream (first → last byte):`);
+    out.push(
+      `Throughput, ${f1(size / MB)} MiB of a turn's session/update stream (first → last byte):`,
+    );
     out.push("");
     out.push("| path | MiB/s | vs cat |");
     out.push("|---|---:|---:|");
     out.push(`| agent → cat → reader | ${f1(cat)} | 100 % |`);
-    out.push(`| agent → turnguard proxy → reader, in a turn (every line read) | ${f1(median(runs.turn))} | ${f1((100 * median(runs.turn)) / cat)} % |`);
-    out.push(`| agent → turnguard proxy → reader, no turn running | ${f1(median(runs.idle))} | ${f1((100 * median(runs.idle)) / cat)} % |`);
+    out.push(
+      `| agent → bare Bun pass-through (reference, reads nothing) → reader | ${
+        f1(median(runs.bare))
+      } | ${f1((100 * median(runs.bare)) / cat)} % |`,
+    );
+    out.push(
+      `| agent → turnguard proxy → reader, in a turn (every line read) | ${
+        f1(median(runs.turn))
+      } | ${f1((100 * median(runs.turn)) / cat)} % |`,
+    );
+    out.push(
+      `| agent → turnguard proxy → reader, no turn running | ${f1(median(runs.idle))} | ${
+        f1((100 * median(runs.idle)) / cat)
+      } % |`,
+    );
     out.push("");
     out.push(`Round trip, ${n} sequential pairs after 200 warm-up (ms):`);
     out.push("");
-    out.push("| pair | direct p50 | direct p99 | proxy p50 | proxy p99 | added p50 | added p99 |");
+    out.push("| pair | direct p50 | direct p99 | via p50 | via p99 | added p50 | added p99 |");
     out.push("|---|---:|---:|---:|---:|---:|---:|");
-    for (const [name, d, p] of [
-      ["request → result", lat.directReq, lat.proxyReq],
-      ["session/prompt → chunk + end_turn", lat.directPrompt, lat.proxyPrompt],
-    ] as const) {
-      out.push(`| ${name} | ${f3(pct(d, 50))} | ${f3(pct(d, 99))} | ${f3(pct(p, 50))} | ${f3(pct(p, 99))} | ${f3(pct(p, 50) - pct(d, 50))} | ${f3(pct(p, 99) - pct(d, 99))} |`);
+    for (
+      const [name, d, p] of [
+        ["request → result, via bare Bun pass-through (reference)", lat.directReq, lat.bareReq],
+        ["request → result, via turnguard proxy", lat.directReq, lat.proxyReq],
+        [
+          "session/prompt → chunk + end_turn, via turnguard proxy",
+          lat.directPrompt,
+          lat.proxyPrompt,
+        ],
+      ] as const
+    ) {
+      out.push(
+        `| ${name} | ${f3(pct(d, 50))} | ${f3(pct(d, 99))} | ${f3(pct(p, 50))} | ${
+          f3(pct(p, 99))
+        } | ${f3(pct(p, 50) - pct(d, 50))} | ${f3(pct(p, 99) - pct(d, 99))} |`,
+      );
     }
     out.push("");
     out.push("Peak RSS of the proxy (VmHWM) while one 50 MiB line passes, in a turn:");
     out.push("");
     out.push("| case | peak RSS (MiB) |");
     out.push("|---|---:|");
-    out.push(`| no big line (baseline) | ${f1(mem.idle.peakMiB)} |`);
+    out.push(`| bare Bun pass-through (reference), 50 MiB line | ${f1(mem.bare.peakMiB)} |`);
+    out.push(`| turnguard proxy, no big line (its baseline) | ${f1(mem.idle.peakMiB)} |`);
     out.push(`| 50 MiB line, default limit (32 MiB): passed unread | ${f1(mem.def.peakMiB)} |`);
     out.push(`| 50 MiB line, --max-line-bytes 1 MiB: passed unread | ${f1(mem.mib1.peakMiB)} |`);
     out.push(`| 50 MiB line, --max-line-bytes 64 MiB: inspected | ${f1(mem.inspected.peakMiB)} |`);
@@ -310,4 +394,57 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/**
+ * The agent of the latency benchmark: answers every request on the spot. A
+ * `session/prompt` gets one streamed chunk and `end_turn`; anything else an empty result.
+ */
+function responder(): void {
+  const chunk = (sessionId: string) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId,
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "ok" } },
+      },
+    }) + "\n";
+  let held = "";
+  process.stdin.on("data", (data: Buffer) => {
+    held += data.toString();
+    let out = "";
+    for (let nl = held.indexOf("\n"); nl !== -1; nl = held.indexOf("\n")) {
+      const line = held.slice(0, nl);
+      held = held.slice(nl + 1);
+      if (!line.trim()) continue;
+      const message = JSON.parse(line);
+      if (message.id === undefined || message.method === undefined) continue;
+      const result = message.method === "session/prompt" ? { stopReason: "end_turn" } : {};
+      if (message.method === "session/prompt") out += chunk(message.params.sessionId);
+      out += JSON.stringify({ jsonrpc: "2.0", id: message.id, result }) + "\n";
+    }
+    if (out) process.stdout.write(out);
+  });
+}
+
+/**
+ * The reference: the least a Bun program can do between a client and an agent — spawn the
+ * agent and copy both streams with node:child_process and process.stdout, reading nothing.
+ * It shows what the runtime's stdio itself costs.
+ */
+function passthrough(command: string[]): void {
+  const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+  process.stdin.pipe(child.stdin);
+  child.stdin.on("error", () => {});
+  child.stdout.on("data", (chunk: Uint8Array) => {
+    if (!process.stdout.write(chunk)) {
+      child.stdout.pause();
+      process.stdout.once("drain", () => child.stdout.resume());
+    }
+  });
+  child.once("close", (code) => process.stdout.write("", () => process.exit(code ?? 1)));
+}
+
+const role = process.argv[2];
+if (role === "--responder") responder();
+else if (role === "--passthrough") passthrough(process.argv.slice(3));
+else await main();

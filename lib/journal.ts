@@ -1,6 +1,7 @@
 /**
- * The outcome journal: one JSON line per turn event, appended by `turnguard run` and
- * `turnguard proxy`, read by `turnguard wait`, `log` and `retry`. The record schema is
+ * The outcome journal: one JSON line per turn event, appended by `turnguard run` (proxy
+ * mode gets its hooks in lib/proxy_journal.ts, not yet wired into `turnguard proxy`), read
+ * by `turnguard wait`, `log` and `retry`. The record schema is
  * defined once here; the writer makes one write per record (regular-file O_APPEND writes
  * do not interleave), rotates by size under a lock, and the reader follows rotated files in
  * order and skips torn or corrupt lines with a diagnostic.
@@ -23,7 +24,27 @@ import * as v from "valibot";
 import { errCode } from "./logfs.ts";
 import { OutcomeSchema } from "./outcome.ts";
 
-/** Fields every record carries: when, whose, which turn, and the writing process. */
+/**
+ * The turnguard process that owns a turn, and who that pid was: `turnguard retry` signals
+ * it, `turnguard wait` checks that it still runs.
+ */
+export const OwnerSchema = v.object({
+  pid: v.number(),
+  /**
+   * The owner's start time (Linux: field 22 of /proc/PID/stat), so that a later process
+   * that reuses the pid is not taken for the owner. Absent where it cannot be read.
+   */
+  pidStart: v.optional(v.string()),
+  /**
+   * Where `pid` is valid: the host's boot id and the pid namespace. A reader elsewhere
+   * (another host or container) does not look the pid up. Absent where it cannot be read.
+   */
+  pidSpace: v.optional(v.string()),
+});
+/** The owner of a turn as recorded (derived from OwnerSchema). */
+export type Owner = v.InferOutput<typeof OwnerSchema>;
+
+/** Fields every record carries: when, whose, which turn, and the owning process. */
 const CommonEntries = {
   /** ISO time the record was written. */
   ts: v.string(),
@@ -31,8 +52,7 @@ const CommonEntries = {
   name: v.string(),
   session: v.string(),
   turn: v.number(),
-  /** The turnguard process that owns the turn (`turnguard retry` signals it). */
-  pid: v.number(),
+  ...OwnerSchema.entries,
 };
 
 /** Why a retry decision is final. */
@@ -43,6 +63,7 @@ export const SettledWhySchema = v.picklist([
   "not_retryable",
   "exhausted",
 ]);
+/** Why a retry decision is final (derived from SettledWhySchema). */
 export type SettledWhy = v.InferOutput<typeof SettledWhySchema>;
 
 /** A turn began: the client's prompt (proxy) or the command (run) was started. */
@@ -61,6 +82,8 @@ export const TurnEndedSchema = v.object({
   event: v.literal("turn_ended"),
   attempt: v.number(),
   outcome: OutcomeSchema,
+  /** The outcome's `reply.text` was cut to its first JOURNAL_REPLY_BYTES bytes. */
+  replyTruncated: v.optional(v.literal(true)),
 });
 
 /** Retry number `attempt` (of `of`) waits until `nextAt`; written before the failed end. */
@@ -105,15 +128,27 @@ export const JournalRecordSchema = v.variant("event", [
   RetryStartedSchema,
   RetrySettledSchema,
 ]);
+/** One journal line (derived from JournalRecordSchema). */
 export type JournalRecord = v.InferOutput<typeof JournalRecordSchema>;
+/** A `turn_started` record (derived from TurnStartedSchema). */
 export type TurnStarted = v.InferOutput<typeof TurnStartedSchema>;
+/** A `turn_ended` record (derived from TurnEndedSchema). */
 export type TurnEnded = v.InferOutput<typeof TurnEndedSchema>;
+/** A `retry_scheduled` record (derived from RetryScheduledSchema). */
 export type RetryScheduled = v.InferOutput<typeof RetryScheduledSchema>;
+/** A `retry_started` record (derived from RetryStartedSchema). */
 export type RetryStarted = v.InferOutput<typeof RetryStartedSchema>;
+/** A `retry_settled` record (derived from RetrySettledSchema). */
 export type RetrySettled = v.InferOutput<typeof RetrySettledSchema>;
 
 /** Every line starts with this; a record glued behind a torn line is found by it. */
 const RECORD_START = '{"ts":"';
+
+/**
+ * A journaled reply keeps at most its first this many bytes, so one record stays small
+ * whatever the agent printed (the Outcome given to the caller keeps its own text).
+ */
+export const JOURNAL_REPLY_BYTES = 64 * 1024;
 
 /** Rotate the journal once it reaches this size. */
 export const ROTATE_BYTES = 8 * 1024 * 1024;

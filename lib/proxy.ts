@@ -37,7 +37,8 @@ import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
-import { STDERR_TAIL_BYTES, STREAM_GRACE_MS, Tail } from "./run.ts";
+import { Tail } from "./byte_window.ts";
+import { STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { lastLines } from "./text.ts";
 
@@ -116,6 +117,7 @@ const DROP: Verdict = { replace: null };
 /** Pieces of one chunk are copied into one write up to this size, written apart beyond. */
 const JOIN_MAX_BYTES = 16 * 1024;
 const ID_KEY = Buffer.from('"id"');
+const METHOD_KEY = Buffer.from('"method"');
 const decoder = new TextDecoder();
 
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -182,9 +184,6 @@ class Proxy {
   #agentGone = false;
   #agentOversize = false;
   #clientOversize = false;
-  /** When the agent last wrote anything, and whether turnguard holds its output back. */
-  #agentDataAt = 0;
-  #agentPaused = false;
 
   constructor(opts: ProxyOptions, child: ChildProcess) {
     this.#opts = opts;
@@ -199,51 +198,17 @@ class Proxy {
       else if (!this.#agentGone) opts.input.resume();
     });
     this.#toClient = new LineOutput(opts.output, (pause) => {
-      this.#agentPaused = pause;
       if (pause) child.stdout!.pause();
       else child.stdout!.resume();
     });
   }
 
-  /**
-   * Waits for the agent to exit and for its output to end. A grandchild it left behind may
-   * hold its pipes open forever, so once the agent is gone its streams are given up after
-   * a grace period without data — but never while turnguard itself holds them back for a
-   * slow client (that would lose the agent's last bytes).
-   */
-  async #agentExit(): Promise<{ code: number | null; signal: string | null }> {
-    const child = this.#child;
-    const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        resolve({ code: child.exitCode, signal: child.signalCode });
-      } else child.once("exit", (code, signal) => resolve({ code, signal }));
-    });
-    const streams = [child.stdout!, child.stderr!].filter((s) => !s.readableEnded);
-    if (streams.length === 0) return exit;
-    await new Promise<void>((resolve) => {
-      let open = streams.length;
-      const ended = () => {
-        if (--open > 0) return;
-        clearInterval(watchdog);
-        resolve();
-      };
-      for (const s of streams) s.once("end", ended);
-      this.#agentDataAt = this.#now();
-      const watchdog = setInterval(() => {
-        if (this.#agentPaused || this.#now() - this.#agentDataAt < STREAM_GRACE_MS) return;
-        clearInterval(watchdog);
-        this.#log("the agent's output stayed open after it exited; closing it");
-        for (const s of streams) s.destroy();
-        resolve();
-      }, STREAM_GRACE_MS / 4);
-    });
-    return exit;
-  }
-
   async run(): Promise<ProxyResult> {
     const { input, stderr } = this.#opts;
     const child = this.#child;
-    const exited = this.#agentExit();
+    // Resolves once the agent exited and its output ended (or, held open by a grandchild,
+    // stayed idle while nothing held it back): all of its bytes have been handed over.
+    const exited = waitForExit(child);
     const stopSignals = this.#opts.forwardSignals === false
       ? () => {}
       : forwardSignals(child, (signal) => {
@@ -255,12 +220,10 @@ class Proxy {
 
     child.stdin!.on("error", () => {}); // the agent closed its stdin or died
     child.stderr!.on("data", (chunk: Uint8Array) => {
-      this.#agentDataAt = this.#now();
       this.#stderrTail.push(chunk);
       stderr.write(chunk);
     });
     child.stdout!.on("data", (chunk: Uint8Array) => {
-      this.#agentDataAt = this.#now();
       this.#pump(
         this.#fromAgent,
         chunk,
@@ -405,6 +368,9 @@ class Proxy {
   }
 
   #fromClientLine(line: Uint8Array): Verdict {
+    // A line without a `"method"` key is a response (or not JSON-RPC): it only matters
+    // while the agent waits on the client.
+    if (this.#agentPending.size === 0 && asBuffer(line).indexOf(METHOD_KEY) === -1) return PASS;
     const message = parseMessage(line);
     if (!message) return PASS;
     const now = this.#now();

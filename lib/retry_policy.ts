@@ -5,7 +5,7 @@
  */
 import { RETRYABLE } from "./classify.ts";
 import type { SettledWhy } from "./journal.ts";
-import type { Category, Outcome } from "./outcome.ts";
+import type { Outcome } from "./outcome.ts";
 import { formatDuration } from "./text.ts";
 
 /** First backoff step when the backend gave no retry hint. */
@@ -36,13 +36,8 @@ export type RetryDecision =
   | { kind: "retry"; attempt: number; of: number; afterMs: number; reason: string }
   | { kind: "settled"; why: SettledWhy; reason: string };
 
-/**
- * Whether a category may be retried. A silence timeout is excluded although classify
- * calls it retryable: a silent agent may have been working, and its work is not repeated.
- */
-export function retryableCategory(category: Category): boolean {
-  return RETRYABLE.has(category) && category !== "timeout";
-}
+/** A retry the decision schedules. */
+export type ScheduledRetry = Extract<RetryDecision, { kind: "retry" }>;
 
 /** Exponential backoff for retry `k` (1-based), capped, with jitter in [50%, 100%]. */
 export function backoffMs(k: number, random: () => number, capMs = BACKOFF_CAP_MS): number {
@@ -72,7 +67,7 @@ export function decideRetry(
     why,
     reason,
   });
-  if (!retryableCategory(category)) return settled("not_retryable", `${what} is not retryable`);
+  if (!RETRYABLE.has(category)) return settled("not_retryable", `${what} is not retryable`);
   if (facts.sideEffects) {
     return settled("not_retryable", `output was already sent, so ${what} is not retried`);
   }

@@ -18,6 +18,22 @@ export const RUN_NOW_SIGNAL: NodeJS.Signals = "SIGUSR1";
 /** Signals that stop a waiting retry in run mode. */
 export const STOP_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
+/** Sources whose process carries the no-op SIGUSR1 guard (see `guardRunNow`). */
+const guarded = new WeakSet<SignalSource>();
+const ignore = () => {};
+
+/**
+ * Keeps SIGUSR1 from killing the process for the rest of its life. Its default action
+ * terminates, and the journal names this process as the owner of its retries: a late
+ * `turnguard retry` may arrive after the retries are over (while the outcome is written),
+ * and must not kill turnguard then. Installed once per signal source, never removed.
+ */
+export function guardRunNow(signals: SignalSource): void {
+  if (guarded.has(signals)) return;
+  guarded.add(signals);
+  signals.on(RUN_NOW_SIGNAL, ignore);
+}
+
 /** setTimeout cannot wait longer than this. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -35,8 +51,12 @@ export class RetryWaits {
     this.#signals = signals;
   }
 
-  /** Listens for SIGUSR1 until the returned function is called. */
+  /**
+   * Makes SIGUSR1 run the waiting retries until the returned function is called. The
+   * process stays guarded against SIGUSR1 after that (`guardRunNow`).
+   */
   listen(): () => void {
+    guardRunNow(this.#signals);
     const handler = () => void this.runNow();
     this.#signals.on(RUN_NOW_SIGNAL, handler);
     return () => void this.#signals.off(RUN_NOW_SIGNAL, handler);
@@ -44,6 +64,7 @@ export class RetryWaits {
 
   /** Waits `afterMs`, then calls `end("due")`; `runNow` and `stop` end it sooner. */
   schedule(key: string, afterMs: number, end: (how: WaitEnd) => void): void {
+    guardRunNow(this.#signals);
     this.stop(key);
     const finish = (how: WaitEnd) => {
       const w = this.#waiting.get(key);

@@ -4,9 +4,16 @@
  * first and the attempt's end after it, so a reader that sees a failed end always sees its
  * decision too.
  */
-import type { JournalRecord, SettledWhy } from "./journal.ts";
+import {
+  JOURNAL_REPLY_BYTES,
+  type JournalRecord,
+  type Owner,
+  type SettledWhy,
+} from "./journal.ts";
 import type { Outcome } from "./outcome.ts";
+import { thisProcess } from "./process_identity.ts";
 import { decideRetry, type RetryDecision, type RetryPolicy } from "./retry_policy.ts";
+import { capUtf8 } from "./text.ts";
 
 /** Where records go (the journal writer; tests pass an array). */
 export interface JournalSink {
@@ -19,35 +26,54 @@ export interface TurnKey {
   turn: number;
 }
 
-/** How a recorder is wired. */
-export interface RecorderOptions {
+/** How a recorder is wired; `P` is its retry policy's type (see journalHooks). */
+export interface RecorderOptions<P extends RetryPolicy = RetryPolicy> {
   /** Null: nothing is journaled (retries still work). */
   journal: JournalSink | null;
   name: string;
-  policy: RetryPolicy;
-  pid?: number;
+  policy: P;
+  /**
+   * The owner recorded with every record: this process (its pid, start time and pid space,
+   * read from the system) unless given.
+   */
+  owner?: Owner;
   now?: () => number;
   random?: () => number;
   /** Told once when the journal cannot be written; the turn goes on. */
   onJournalError?: (message: string) => void;
 }
 
-/** Records turns and decides their retries. */
-export class TurnRecorder {
+/**
+ * The outcome as the journal keeps it: a reply longer than JOURNAL_REPLY_BYTES is cut to its
+ * first bytes on a UTF-8 boundary (a copy; the caller's outcome is left whole).
+ */
+export function journaledOutcome(outcome: Outcome): { outcome: Outcome; truncated: boolean } {
+  const text = outcome.reply.text;
+  if (text === undefined) return { outcome, truncated: false };
+  const kept = capUtf8(text, JOURNAL_REPLY_BYTES);
+  if (kept === text) return { outcome, truncated: false };
+  return { outcome: { ...outcome, reply: { ...outcome.reply, text: kept } }, truncated: true };
+}
+
+/**
+ * Records turns and decides their retries. `P` is the type of its retry policy: a recorder
+ * built with `retries: 0` has a type that says so, which `journalHooks` relies on.
+ */
+export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
   readonly name: string;
-  readonly policy: RetryPolicy;
+  readonly policy: P;
   readonly #journal: JournalSink | null;
-  readonly #pid: number;
+  readonly #owner: Owner;
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #onError: (message: string) => void;
   #failed = false;
 
-  constructor(opts: RecorderOptions) {
+  constructor(opts: RecorderOptions<P>) {
     this.name = opts.name;
     this.policy = opts.policy;
     this.#journal = opts.journal;
-    this.#pid = opts.pid ?? process.pid;
+    this.#owner = opts.owner ?? thisProcess();
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? Math.random;
     this.#onError = opts.onJournalError ?? (() => {});
@@ -59,7 +85,7 @@ export class TurnRecorder {
       name: this.name,
       session: key.session,
       turn: key.turn,
-      pid: this.#pid,
+      ...this.#owner,
     };
   }
 
@@ -103,7 +129,14 @@ export class TurnRecorder {
     } else if (decision.kind === "settled") {
       this.#settle(key, attempt, decision.why, decision.reason);
     }
-    this.#write({ ...common, event: "turn_ended", attempt, outcome });
+    const kept = journaledOutcome(outcome);
+    this.#write({
+      ...common,
+      event: "turn_ended",
+      attempt,
+      outcome: kept.outcome,
+      ...(kept.truncated ? { replyTruncated: true as const } : {}),
+    });
     return decision;
   }
 

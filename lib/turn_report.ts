@@ -3,7 +3,7 @@
  * machines (`wait --json`, `log --json`). Pure: the clock is passed in.
  */
 import type { Outcome, TurnError } from "./outcome.ts";
-import { formatDuration } from "./text.ts";
+import { formatDuration, utf8Length } from "./text.ts";
 import type { RetryView, TurnView } from "./turn_state.ts";
 
 /** A waiting retry this late without starting is reported as overdue. */
@@ -32,18 +32,51 @@ export interface WaitRow {
   reply: string;
 }
 
+/** The error a report gives a turn whose process is gone before the turn ended. */
+export function ownerGoneError(pid: number): TurnError {
+  return {
+    code: null,
+    message: `its process (pid ${pid}) is gone`,
+    category: "crash",
+    anchor: null,
+    source: null,
+  };
+}
+
+/** How a report reads a turn's end: from its outcome, or a failure when its process is gone. */
+interface Ending {
+  status: Outcome["status"] | "running";
+  error: TurnError | null;
+  /** The turn's own reply text. */
+  reply: string;
+  /** The turn ended without its process: no outcome will come. */
+  orphaned: boolean;
+}
+
+function ending(turn: TurnView): Ending {
+  if (turn.running || turn.outcome === null) {
+    return turn.ownerGone
+      ? { status: "failed", error: ownerGoneError(turn.pid), reply: "", orphaned: true }
+      : { status: "running", error: null, reply: "", orphaned: false };
+  }
+  const o = turn.outcome;
+  return { status: o.status, error: o.error, reply: o.reply.text ?? "", orphaned: false };
+}
+
 /** The retry row; `unknown` when a failed turn's decision never reached the journal. */
 export function retryRow(turn: TurnView): RetryRow | null {
   const r = turn.retry;
-  const failed = turn.outcome?.status === "failed";
+  const end = ending(turn);
+  const failed = end.status === "failed";
   if (
-    failed && (r === null || r.state === "running" || turn.decidedAttempt !== turn.endedAttempt)
+    failed && (end.orphaned || r === null || r.state === "running" ||
+      turn.decidedAttempt !== turn.endedAttempt)
   ) {
     return {
       state: "unknown",
       attempt: null,
       of: null,
-      reason: "no retry decision was recorded",
+      reason: turn.ownerGone ? "its process is gone" : "no retry decision was recorded",
       nextAt: null,
       why: null,
     };
@@ -71,19 +104,21 @@ export function retryRow(turn: TurnView): RetryRow | null {
 
 /** The row `wait --json` prints for a turn. */
 export function waitRow(turn: TurnView): WaitRow {
+  const end = ending(turn);
   return {
     name: turn.name,
     session: turn.session,
     turn: turn.turn,
-    status: turn.outcome?.status ?? "running",
-    error: turn.outcome?.error ?? null,
+    status: end.status,
+    error: end.error,
     retry: retryRow(turn),
-    reply: turn.outcome?.reply.text ?? "",
+    reply: end.reply,
   };
 }
 
 /** `NAME  ready: turn failed, retry waits` — the state line of a finished turn. */
 export function stateLine(turn: TurnView): string {
+  if (ending(turn).orphaned) return `${turn.name}  ready: turn failed (its process is gone)`;
   if (turn.running || turn.outcome === null) {
     const r = turn.retry;
     const retry = r?.state === "running" ? ` (retry ${r.attempt} of ${r.of})` : "";
@@ -125,31 +160,34 @@ function withNewline(text: string): string {
  * none does.
  */
 export function printReport(turn: TurnView, handle: string, now: number): string {
-  const outcome = turn.outcome;
-  if (outcome === null) return stateLine(turn) + "\n";
-  const reply = outcome.reply.text ?? "";
-  if (outcome.status !== "failed") return withNewline(reply);
-  const cause = outcome.error?.message ?? "the turn failed without a known cause";
-  return `${stateLine(turn)}\nerror: ${cause}\n${withNewline(reply)}${
+  const end = ending(turn);
+  if (end.status === "running") return stateLine(turn) + "\n";
+  if (end.status !== "failed") return withNewline(end.reply);
+  const cause = end.error?.message ?? "the turn failed without a known cause";
+  return `${stateLine(turn)}\nerror: ${cause}\n${withNewline(end.reply)}${
     retryLine(turn, handle, now)
   }\n`;
 }
 
-/** A note when the reply shown is not all the turn produced. */
+/**
+ * A note when the reply shown is not all the turn produced: run and proxy keep the first
+ * 64 KiB of a reply, and so does the journal.
+ */
 export function replyNote(outcome: Outcome | null): string | null {
   if (!outcome) return null;
-  const kept = outcome.reply.text?.length ?? 0;
-  if (outcome.reply.text === undefined && outcome.reply.chars > 0) {
-    return `the reply (${outcome.reply.chars} characters) was not kept in the journal`;
+  const { text, chars } = outcome.reply;
+  if (text === undefined) {
+    return chars > 0 ? `the reply (${chars} characters) was not kept in the journal` : null;
   }
-  if (kept < outcome.reply.chars) {
-    return `only the last ${kept} of ${outcome.reply.chars} reply characters were kept`;
+  if (text.length < chars) {
+    return `only the first ${utf8Length(text)} bytes of the reply (${chars} characters) were kept`;
   }
   return null;
 }
 
 /** The short retry column of `log`. */
 function retrySummary(turn: TurnView): string {
+  if (ending(turn).orphaned) return "process gone";
   const r = turn.retry;
   if (r === null) return turn.outcome?.status === "failed" ? "no retry decision" : "";
   switch (r.state) {
@@ -189,17 +227,19 @@ export interface LogRow {
 
 /** The row `log --json` prints for a turn. */
 export function logRow(turn: TurnView): LogRow {
+  const end = ending(turn);
+  const open = end.status === "running";
   return {
     startedAt: turn.startedAt,
     name: turn.name,
     session: turn.session,
     turn: turn.turn,
-    status: turn.running ? "running" : turn.outcome?.status ?? "running",
-    category: turn.running ? null : turn.outcome?.error?.category ?? null,
-    durationMs: turn.running ? null : turn.outcome?.durationMs ?? null,
+    status: end.status,
+    category: end.error?.category ?? null,
+    durationMs: open || end.orphaned ? null : turn.outcome?.durationMs ?? null,
     attempts: turn.attempt + 1,
-    retry: turn.running ? null : retryRow(turn),
-    error: turn.running ? null : turn.outcome?.error?.message ?? null,
+    retry: open ? null : retryRow(turn),
+    error: end.error?.message ?? null,
   };
 }
 
@@ -215,7 +255,9 @@ export function formatLog(turns: readonly TurnView[]): string {
       row.status,
       row.category ?? "-",
       row.durationMs === null ? "-" : formatDuration(row.durationMs),
-      t.running ? (t.retry?.state === "running" ? retrySummary(t) : "") : retrySummary(t),
+      row.status === "running"
+        ? (t.retry?.state === "running" ? retrySummary(t) : "")
+        : retrySummary(t),
     ];
   });
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => r[i].length))) ?? [];

@@ -1,32 +1,38 @@
 /**
  * Turn state: a pure fold of journal records into what each session's turns are doing —
  * running, ended with which outcome, and what became of the retry decision. `turnguard
- * wait`, `log` and `retry` are thin shells over it.
+ * wait`, `log` and `retry` are thin shells over it. Whether a turn's process still runs is
+ * not in the journal: the shells check it and pass it in (`withOwner`).
  */
-import type { JournalRecord, SettledWhy } from "./journal.ts";
+import type { JournalRecord, RetryScheduled, RetrySettled, RetryStarted } from "./journal.ts";
 import type { Outcome } from "./outcome.ts";
 
 /** The retry decision of a turn as the journal last told it. */
 export type RetryView =
-  | {
-    state: "waiting";
-    attempt: number;
-    of: number;
-    afterMs: number;
-    nextAt: string;
-    reason: string;
-    pid: number;
-  }
-  | { state: "running"; attempt: number; of: number }
-  | { state: "settled"; attempt: number; of: number; why: SettledWhy; reason: string };
+  | (
+    & { state: "waiting" }
+    & Pick<
+      RetryScheduled,
+      "attempt" | "of" | "afterMs" | "nextAt" | "reason" | "pid" | "pidStart" | "pidSpace"
+    >
+  )
+  | ({ state: "running" } & Pick<RetryStarted, "attempt" | "of">)
+  | ({ state: "settled" } & Pick<RetrySettled, "attempt" | "of" | "why" | "reason">);
 
 /** One turn of one session. */
 export interface TurnView {
   name: string;
   session: string;
   turn: number;
-  /** The turnguard process that owns the turn. */
+  /** The turnguard process that owns the turn; its start time and pid space when recorded. */
   pid: number;
+  pidStart: string | undefined;
+  pidSpace: string | undefined;
+  /**
+   * The owner is known to be gone while the turn is unfinished: it will never end. Never
+   * set by the fold; `withOwner` sets it from a liveness check.
+   */
+  ownerGone: boolean;
   mode: "run" | "proxy" | null;
   agent: string | null;
   promptId: string | number | null;
@@ -82,6 +88,9 @@ function turnOf(state: JournalState, r: JournalRecord): TurnView {
       session: r.session,
       turn: r.turn,
       pid: r.pid,
+      pidStart: r.pidStart,
+      pidSpace: r.pidSpace,
+      ownerGone: false,
       mode: null,
       agent: null,
       promptId: null,
@@ -101,6 +110,8 @@ function turnOf(state: JournalState, r: JournalRecord): TurnView {
     }
   }
   turn.pid = r.pid;
+  turn.pidStart = r.pidStart;
+  turn.pidSpace = r.pidSpace;
   return turn;
 }
 
@@ -123,6 +134,8 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
         nextAt: r.nextAt,
         reason: r.reason,
         pid: r.pid,
+        pidStart: r.pidStart,
+        pidSpace: r.pidSpace,
       };
       turn.decidedAttempt = r.attempt - 1;
       break;
@@ -165,13 +178,31 @@ export type Verdict =
   /** The turn ended and its retry decision, if it needed one, is known. */
   | { kind: "done"; failed: boolean };
 
-/** Whether a turn is finished for `turnguard wait`. */
+/**
+ * Whether a turn is finished for `turnguard wait`. A turn whose owner is gone is finished:
+ * unfinished, it failed; a missing retry decision will never come.
+ */
 export function verdict(turn: TurnView): Verdict {
-  if (turn.running || turn.outcome === null) return { kind: "running" };
+  if (turn.running || turn.outcome === null) {
+    return turn.ownerGone ? { kind: "done", failed: true } : { kind: "running" };
+  }
   if (turn.outcome.status !== "failed") return { kind: "done", failed: false };
   const decided = turn.retry !== null && turn.retry.state !== "running" &&
     turn.decidedAttempt === turn.endedAttempt;
-  return decided ? { kind: "done", failed: true } : { kind: "pending" };
+  return decided || turn.ownerGone ? { kind: "done", failed: true } : { kind: "pending" };
+}
+
+/** Whether a turn still waits on its owner: an attempt runs or a decision is missing. */
+export function awaitsOwner(turn: TurnView): boolean {
+  return verdict(turn).kind !== "done";
+}
+
+/**
+ * The turn with its owner's liveness: when the owner is gone and the turn awaits it, the
+ * turn is marked `ownerGone` (a copy; the state is left as folded).
+ */
+export function withOwner(turn: TurnView, ownerAlive: boolean): TurnView {
+  return ownerAlive || !awaitsOwner(turn) ? turn : { ...turn, ownerGone: true };
 }
 
 /**

@@ -3,10 +3,13 @@
  * agent>" exec "hi"`. The agent swallows a quota failure (empty end_turn, cause only in its
  * log); acpx must print the cause turnguard surfaced and exit non-zero.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { AGENT, BUN, MAIN, ROOT, type Scratch, scratch, testEnv } from "./fixtures/acp/harness.ts";
+
+// Real processes on a shared 2-core machine: give each test room.
+setDefaultTimeout(30_000);
 
 const ACPX = join(ROOT, "node_modules/.bin/acpx");
 

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   formatRecord,
+  JOURNAL_REPLY_BYTES,
   journalFiles,
   journalPath,
   JournalReader,
@@ -21,6 +22,12 @@ import {
   parseLineRecovering,
   readJournal,
 } from "../lib/journal.ts";
+import type { Outcome } from "../lib/outcome.ts";
+import { utf8Length } from "../lib/text.ts";
+import { TurnRecorder } from "../lib/turn_recorder.ts";
+import { replyNote } from "../lib/turn_report.ts";
+import { journalWarns } from "../lib/cli/journal_flags.ts";
+import { turnguard } from "./helpers/cli.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -138,6 +145,17 @@ describe("reader: corrupt and torn lines are skipped with a diagnostic, never fa
     });
   });
 
+  test("a journal rewritten in place to the same size is read again from the start", () => {
+    const path = join(dir, "journal.jsonl");
+    writeFileSync(path, line(started(1)));
+    const reader = new JournalReader(path);
+    expect(turnsOf(reader.read().records)).toEqual([1]);
+    writeFileSync(path, line(started(2))); // same inode, same size, other content
+    const again = reader.read();
+    expect(again.reset).toBe(true);
+    expect(turnsOf(again.records)).toEqual([2]);
+  });
+
   test("a truncated journal is read again from the start", () => {
     const path = join(dir, "journal.jsonl");
     const w = new JournalWriter({ path });
@@ -213,4 +231,106 @@ describe("writer", () => {
     expect(turnsOf(read.records)).toEqual([1, 3]);
     expect(read.diagnostics).toEqual([`journal ${path}.1:2: skipped a torn last line`]);
   });
+});
+
+describe("a journaled reply is bounded", () => {
+  const outcome = (text: string): Outcome => ({
+    v: 1,
+    mode: "run",
+    agent: "agy",
+    session: null,
+    turn: 1,
+    startedAt: "2026-01-01T00:00:00.000Z",
+    endedAt: "2026-01-01T00:00:01.000Z",
+    durationMs: 1000,
+    status: "ok",
+    stopReason: null,
+    exit: { code: 0, signal: null },
+    error: null,
+    retry: null,
+    reply: { chars: text.length, text },
+    publish: null,
+    diagnostics: [],
+  });
+  const record = (text: string) => {
+    const records: JournalRecord[] = [];
+    const recorder = new TurnRecorder({
+      journal: { append: (r) => void records.push(r) },
+      name: "w1",
+      policy: { retries: 0, maxWaitMs: 1000 },
+      owner: { pid: 42 },
+      now: () => 0,
+    });
+    const given = outcome(text);
+    recorder.ended({ session: "s1", turn: 1 }, 0, given, true);
+    expect(given.reply.text).toBe(text); // the caller's outcome is left whole
+    const ended = records.find((r) => r.event === "turn_ended");
+    if (ended?.event !== "turn_ended") throw new Error("no turn_ended");
+    return ended;
+  };
+
+  test("a long reply keeps its first 64 KiB, cut on a character, and is marked", () => {
+    // 65535 ASCII bytes, then 3-byte characters: byte 65536 falls inside one.
+    const text = "a".repeat(65_535) + "€".repeat(50_000);
+    const ended = record(text);
+    expect(JOURNAL_REPLY_BYTES).toBe(65_536);
+    expect(ended.outcome.reply.text).toBe("a".repeat(65_535));
+    expect(ended.outcome.reply.chars).toBe(text.length);
+    expect(ended.replyTruncated).toBe(true);
+    expect(formatRecord(ended).length).toBeLessThan(66_000);
+    expect(replyNote(ended.outcome)).toBe(
+      "only the first 65535 bytes of the reply (115535 characters) were kept",
+    );
+  });
+
+  test("a reply of exactly 64 KiB is kept whole and not marked", () => {
+    const text = "é".repeat(32_768);
+    const ended = record(text);
+    expect(utf8Length(text)).toBe(65_536);
+    expect(ended.outcome.reply.text).toBe(text);
+    expect("replyTruncated" in ended).toBe(false);
+    expect(replyNote(ended.outcome)).toBe(null);
+  });
+});
+
+describe("journaling adds nothing to stderr unless asked to", () => {
+  // [--journal, $TURNGUARD_JOURNAL, --verbose, warns]
+  const rows: Array<[string | undefined, string | undefined, boolean | undefined, boolean]> = [
+    [undefined, undefined, undefined, false],
+    [undefined, "", undefined, false],
+    ["j.jsonl", undefined, undefined, true],
+    [undefined, "/tmp/j.jsonl", undefined, true],
+    [undefined, undefined, true, true],
+  ];
+  for (const [journal, env, verbose, want] of rows) {
+    test(`--journal=${journal} TURNGUARD_JOURNAL=${env} --verbose=${verbose} -> ${want}`, () => {
+      expect(journalWarns({ journal, verbose }, { TURNGUARD_JOURNAL: env })).toBe(want);
+    });
+  }
+
+  test("run with an unwritable default journal: stderr stays the agent's own", async () => {
+    // HOME is a regular file: the journal's directory cannot be made (even for root).
+    const home = join(dir, "home-file");
+    writeFileSync(home, "");
+    const env = {
+      HOME: home,
+      XDG_STATE_HOME: undefined,
+      XDG_CONFIG_HOME: join(dir, "config"),
+      TURNGUARD_CONFIG: undefined,
+      TURNGUARD_JOURNAL: undefined,
+    };
+    const agent = ["--", "sh", "-c", "echo out; echo err >&2"];
+    const quiet = await turnguard(["run", ...agent], { env });
+    expect([quiet.code, quiet.stdout, quiet.stderr]).toEqual([0, "out\n", "err\n"]);
+    const cannot = /^turnguard: journal: cannot write \(.*\); turns are not journaled$/m;
+    const verbose = await turnguard(["run", "--verbose", ...agent], { env });
+    expect([verbose.code, verbose.stdout]).toEqual([0, "out\n"]);
+    expect(verbose.stderr).toMatch(cannot);
+    const named = await turnguard(["run", ...agent], {
+      env: { ...env, TURNGUARD_JOURNAL: join(home, "journal.jsonl") },
+    });
+    expect([named.code, named.stdout]).toEqual([0, "out\n"]);
+    expect(named.stderr).toMatch(cannot);
+    expect(named.stderr.split("\n").filter((l) => l.startsWith("turnguard:")).length).toBe(1);
+  }, 60_000);
 });

@@ -8,11 +8,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { JournalWriter, readJournal } from "../lib/journal.ts";
-import { composeHooks, journalHooks } from "../lib/proxy_journal.ts";
+import { composeHooks, journalHooks, type NoRetryRecorder } from "../lib/proxy_journal.ts";
 import { runProxy, type TurnHooks } from "../lib/proxy.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../lib/registry.ts";
 import { TurnRecorder } from "../lib/turn_recorder.ts";
-import { BUN, ROOT, turnguard } from "./helpers/cli.ts";
+import type { JournalRecord } from "../lib/journal.ts";
+import type { RetryPolicy, ScheduledRetry } from "../lib/retry_policy.ts";
+import type { Turn } from "../lib/acp/turns.ts";
+import type { Outcome } from "../lib/outcome.ts";
+import { BUN, DENO, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
 
 const AGENT = join(ROOT, "tests", "fixtures", "acp", "agent.ts");
 
@@ -130,6 +134,63 @@ describe("proxy turns are journaled through the turn hooks", () => {
       "capacity",
       "",
     ]);
+  }, 60_000);
+
+  test("retries are handed to the executor; its begin and stop are journaled", async () => {
+    const records: JournalRecord[] = [];
+    const recorder = new TurnRecorder({
+      journal: { append: (r) => void records.push(r) },
+      name: "ide",
+      policy: { retries: 1, maxWaitMs: 300_000 },
+      random: () => 0.5,
+    });
+    const handed: Array<{ turn: Turn; decision: ScheduledRetry; begin(): void }> = [];
+    const hooks = journalHooks(recorder, "fake", {
+      retry: (turn, decision, run) => void handed.push({ turn, decision, begin: run.begin }),
+    });
+    let failed: Outcome | null = null;
+    const c = client();
+    const done = proxyWith(
+      composeHooks(hooks, { turnEnded: (o) => void (failed ??= o) }),
+      c,
+    );
+    await c.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    const session = await c.request("session/new", { cwd: dir, mcpServers: [] });
+    const sessionId = (session.result as { sessionId: string }).sessionId;
+    await c.promptText(sessionId, "error-503");
+    c.input.end();
+    await done;
+    expect(handed.map((h) => [h.turn.sessionId, h.turn.turn, h.decision])).toEqual([
+      [sessionId, 1, { kind: "retry", attempt: 1, of: 1, afterMs: 3750, reason: "capacity" }],
+    ]);
+    // The executor runs the retry: it begins, and its end is attempt 1 of the same turn.
+    handed[0].begin();
+    hooks.turnEnded!({ ...failed!, status: "ok", error: null }, handed[0].turn);
+    expect(records.map((r) => `${r.event} ${"attempt" in r ? r.attempt : "-"}`)).toEqual([
+      "turn_started -",
+      "retry_scheduled 1",
+      "turn_ended 0",
+      "retry_started 1",
+      "retry_settled 1",
+      "turn_ended 1",
+    ]);
+  }, 60_000);
+
+  test("a recorder that may retry is refused without an executor", async () => {
+    // The types refuse it (checked by deno on a fixture); a cast is refused at run time.
+    const check = await runProcess(
+      [DENO, "check", join(ROOT, "tests", "fixtures", "journal", "hooks_types.ts")],
+      { env: { NO_COLOR: "1" } },
+    );
+    expect([check.code, check.stderr]).toEqual([
+      0,
+      "Check tests/fixtures/journal/hooks_types.ts\n",
+    ]);
+    const policy: RetryPolicy = { retries: 2, maxWaitMs: 1000 };
+    const recorder = new TurnRecorder({ journal: null, name: "n", policy });
+    expect(() => journalHooks(recorder as unknown as NoRetryRecorder, "fake")).toThrow(
+      "journalHooks: a recorder with 2 retries needs a RetryExecutor",
+    );
   }, 60_000);
 
   test("composeHooks calls every set in order and merges beforeRespond patches", async () => {

@@ -5,10 +5,13 @@
  * `turnguard proxy -- cat`; what comes back must be exactly what went in, through both
  * directions of the proxy.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { Buffer } from "node:buffer";
 import { BUN, MAIN, scratch, testEnv } from "./fixtures/acp/harness.ts";
+
+// Real processes on a shared 2-core machine: give each test room.
+setDefaultTimeout(30_000);
 
 /** A small seeded PRNG (mulberry32), so a failing seed can be replayed. */
 function rng(seed: number): () => number {

@@ -2,7 +2,7 @@
  * `turnguard proxy` end to end: the ACP SDK's client talks through the proxy (a real
  * child process) to the SDK fake agent (another real child process).
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import {
   fakeArgs,
   openSession,
@@ -15,6 +15,9 @@ import {
   startProxy,
   withClient,
 } from "./fixtures/acp/harness.ts";
+
+// Real processes on a shared 2-core machine: give each test room.
+setDefaultTimeout(30_000);
 
 let running: ProxyProcess[] = [];
 afterEach(() => {

@@ -5,7 +5,7 @@
  * front of the real SDK fake agent; the client is raw JSON lines on PassThrough streams.
  * Also: several proxies appending to one outcome file.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
 import type { Outcome } from "../lib/outcome.ts";
 import { runProxy, type TurnHooks } from "../lib/proxy.ts";
@@ -19,6 +19,9 @@ import {
   startProxy,
   testEnv,
 } from "./fixtures/acp/harness.ts";
+
+// Real processes on a shared 2-core machine: give each test room.
+setDefaultTimeout(30_000);
 
 /** A raw client on the proxy's streams: lines out, parsed lines in, in order. */
 function rawClient() {

@@ -3,7 +3,7 @@
  * flight, the client hangs up, the agent ignores EOF, a turn goes silent, signals arrive,
  * the agent cannot start, the command line is wrong. Real processes, real signals.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { isRetryable, retryReason } from "../lib/classify.ts";
 import { chmodSync, writeFileSync } from "node:fs";
@@ -24,6 +24,9 @@ import {
   testEnv,
   withClient,
 } from "./fixtures/acp/harness.ts";
+
+// Real processes on a shared 2-core machine: give each test room.
+setDefaultTimeout(30_000);
 
 let running: ProxyProcess[] = [];
 afterEach(() => {
@@ -60,6 +63,13 @@ const promptMessage = (id: number, sessionId: string, text: string) => ({
   method: "session/prompt",
   params: { sessionId, prompt: [{ type: "text", text }] },
 });
+
+/** Waits until the agent answered `initialize`: it is up, its signal handlers set. */
+async function agentReady(p: ProxyProcess): Promise<void> {
+  const lines = stdoutLines(p);
+  send(p, INIT);
+  await until(() => lines().length === 1, "the initialize response");
+}
 
 async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -156,6 +166,7 @@ describe("end of input", () => {
   test("an agent that ignores EOF gets SIGTERM after the grace period", async () => {
     const s = scratch();
     const p = proxy(s, ["--grace", "0.3", "--verbose"], { FAKE_IGNORE_EOF: "1" });
+    await agentReady(p);
     p.child.stdin!.end();
     expect(await p.exited).toEqual({ code: 143, signal: null });
     expect(p.stderr()).toContain("turnguard: the agent ignored EOF; sending SIGTERM\n");
@@ -168,6 +179,7 @@ describe("end of input", () => {
       FAKE_IGNORE_EOF: "1",
       FAKE_IGNORE_TERM: "1",
     });
+    await agentReady(p);
     p.child.stdin!.end();
     expect(await p.exited).toEqual({ code: 137, signal: null });
     expect(p.stderr()).toContain("turnguard: the agent ignored SIGTERM; sending SIGKILL\n");

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { Category, Outcome } from "../lib/outcome.ts";
+import { RETRYABLE } from "../lib/classify.ts";
+import { type Category, CategorySchema, type Outcome } from "../lib/outcome.ts";
 import {
   BACKOFF_BASE_MS,
   BACKOFF_CAP_MS,
@@ -126,6 +127,24 @@ describe("decideRetry", () => {
         .toEqual(want);
     });
   }
+});
+
+describe("one definition of retryable: classify's RETRYABLE", () => {
+  for (const category of CategorySchema.options) {
+    const retryable = RETRYABLE.has(category);
+    test(`${category}: ${retryable ? "retried" : "not retried"}`, () => {
+      // A reset time, so that quota's own rule does not hide the category's.
+      const d = decideRetry(
+        { outcome: failed(category, 1000), sideEffects: false, attempt: 0 },
+        policy(1),
+        half,
+      );
+      expect(d.kind).toBe(retryable ? "retry" : "settled");
+    });
+  }
+  test("a silence timeout is not retryable (classify says so)", () => {
+    expect(RETRYABLE.has("timeout")).toBe(false);
+  });
 });
 
 describe("backoffMs", () => {

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJournal } from "../lib/journal.ts";
+import { pidSpace, processStart } from "../lib/process_identity.ts";
 import { ROOT, turnguard } from "./helpers/cli.ts";
 
 const FLAKY = join(ROOT, "tests", "fixtures", "retry", "flaky-agent");
@@ -162,6 +163,10 @@ describe("turnguard run --retries", () => {
       );
       const rec = readJournal(journal).records.find((x) => x.event === "retry_scheduled");
       expect(rec?.pid).toBe(pid);
+      // The owner's identity besides its pid: what `turnguard retry` checks before it signals.
+      expect(rec?.pidStart).toBe(processStart(pid));
+      expect(rec?.pidStart).toMatch(/^\d+$/);
+      expect(rec?.pidSpace).toBe(pidSpace());
       const retry = await turnguard(["retry", "w1"], { env: env("") });
       expect([retry.code, retry.stdout, retry.stderr]).toEqual([
         0,

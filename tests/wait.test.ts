@@ -121,6 +121,40 @@ describe("the classic bug: a failed turn never reads as the turn before it", () 
     expect(r.code).toBe(1);
   }, 60_000);
 
+  test("--outcome-json: the journal keeps the reply's first 64 KiB, and wait says so", async () => {
+    // 200 000 bytes of stdout: the outcome on stdout carries it all, the journal 64 KiB.
+    const script = "head -c 200000 /dev/zero | tr '\\0' x";
+    const run = await turnguard([
+      "run",
+      "--name",
+      "big",
+      "--outcome-json",
+      "--",
+      "sh",
+      "-c",
+      script,
+    ], {
+      env: env(),
+    });
+    expect(run.code).toBe(0);
+    const printed = JSON.parse(run.stdout.slice(run.stdout.lastIndexOf("\n{") + 1));
+    expect(printed.reply.text.length).toBe(200_000);
+    const line = readFileSync(journal, "utf8").split("\n").find((l) => l.includes("turn_ended"))!;
+    expect(line.length).toBeLessThan(70_000);
+    const rec = JSON.parse(line);
+    expect([rec.outcome.reply.chars, rec.outcome.reply.text.length, rec.replyTruncated]).toEqual([
+      200_000,
+      65_536,
+      true,
+    ]);
+    const r = await turnguard(["wait", "big", "--print"], { env: env() });
+    expect([r.code, r.stdout, r.stderr]).toEqual([
+      0,
+      "x".repeat(65_536) + "\n",
+      "turnguard: only the first 65536 bytes of the reply (200000 characters) were kept\n",
+    ]);
+  }, 60_000);
+
   test("an ok turn: --print prints its reply, exit 0", async () => {
     await turnguard(["run", "--name", "w2", "--", FLAKY], { env: env({ FLAKY_PLAN: "ok" }) });
     const r = await turnguard(["wait", "w2", "--print"], { env: env() });

@@ -53,7 +53,7 @@ export interface Turn {
   /** Tool call lines not merged yet, and their size. */
   pendingToolLines: Uint8Array[];
   pendingToolBytes: number;
-  /** The client sent `session/cancel` (or turnguard did, on timeout). */
+  /** The client sent `session/cancel` for this session (or turnguard forwarded a signal). */
   cancelled: boolean;
   /** When the agent last showed life in this session (ms). */
   lastActivityAt: number;
@@ -131,8 +131,9 @@ export function observeUpdate(turn: Turn, update: unknown, now: number): void {
 
 /**
  * Folds in a canonical `session/update` line known by its peek (session and kind) without
- * parsing it: message chunks are parsed for their text; tool call lines are kept as bytes
- * and merged later; other kinds only count.
+ * parsing it: a message chunk's text is read from its bytes (the line is parsed only when
+ * the text has escapes or another shape); tool call lines are kept as bytes and merged
+ * when read; other kinds only count.
  */
 export function observeUpdateLine(
   turn: Turn,

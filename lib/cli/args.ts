@@ -43,6 +43,9 @@ export function parseOptions<T extends OptionSpec>(
   }
 }
 
+/** The parsed values of an options table, typed from the table itself (no hand-written twin). */
+export type OptionValues<T extends OptionSpec> = ReturnType<typeof parseOptions<T>>["values"];
+
 /** Parses a positive number of seconds given to a flag. */
 export function parseSeconds(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;

@@ -7,7 +7,7 @@ import { journalPath, JournalWriter } from "../journal.ts";
 import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry_policy.ts";
 import { RetryWaits } from "../retry_waits.ts";
 import { TurnRecorder } from "../turn_recorder.ts";
-import { type OptionSpec, parseSeconds } from "./args.ts";
+import { type OptionSpec, type OptionValues, parseSeconds } from "./args.ts";
 
 /** The flags, for a subcommand's options table. */
 export const JOURNAL_OPTIONS = {
@@ -17,12 +17,28 @@ export const JOURNAL_OPTIONS = {
   "retry-max-wait": { type: "string" },
 } satisfies OptionSpec;
 
-/** The parsed values of JOURNAL_OPTIONS. */
-export interface JournalFlagValues {
-  journal?: string;
-  name?: string;
-  retries?: string;
-  "retry-max-wait"?: string;
+/**
+ * `--verbose`, which the modes declare themselves; turnJournaling reads it to tell whether
+ * a journal that cannot be written is worth a line on stderr.
+ */
+export const VERBOSE_OPTION = {
+  verbose: { type: "boolean", short: "v" },
+} satisfies OptionSpec;
+
+/** The parsed values turnJournaling reads: JOURNAL_OPTIONS and VERBOSE_OPTION. */
+export type JournalFlagValues = OptionValues<typeof JOURNAL_OPTIONS & typeof VERBOSE_OPTION>;
+
+/**
+ * Whether a journal that cannot be written is said on stderr: only when it was asked for
+ * (`--journal`, `$TURNGUARD_JOURNAL`) or with `--verbose`. The default journal stays
+ * silent, so that turnguard adds nothing to the agent's stderr on a read-only home.
+ */
+export function journalWarns(
+  values: Pick<JournalFlagValues, "journal" | "verbose">,
+  env: Record<string, string | undefined>,
+): boolean {
+  return values.verbose === true || values.journal !== undefined ||
+    (env.TURNGUARD_JOURNAL ?? "") !== "";
 }
 
 /** The most retries `--retries` accepts. */
@@ -70,7 +86,9 @@ export function turnJournaling(
     journal: new JournalWriter({ path }),
     name: values.name ?? agent,
     policy,
-    onJournalError: (message) => warn(`turnguard: ${message}`),
+    onJournalError: journalWarns(values, env)
+      ? (message) => warn(`turnguard: ${message}`)
+      : undefined,
   });
   return { recorder, waits: new RetryWaits(), path };
 }

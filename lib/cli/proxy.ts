@@ -1,9 +1,9 @@
 /** `turnguard proxy`: the command-line shell around lib/proxy.ts. */
-import { closeSync, openSync, writeSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { UsageError } from "../errors.ts";
 import type { Outcome } from "../outcome.ts";
+import { openOutcomeFile } from "../outcome_file.ts";
 import { DEFAULT_GRACE_MS, runProxy } from "../proxy.ts";
 import { PUBLISH_OPTIONS } from "../publish/flags.ts";
 import { proxyPublishHooks } from "../publish/hooks.ts";
@@ -33,24 +33,6 @@ export function parseByteCount(flag: string, value: string | undefined): number 
   return n;
 }
 
-/**
- * Opens the outcome file for appending. Each Outcome is one `write` of one line, so
- * several proxies can share the file.
- */
-export function openOutcomeFile(path: string): { append: (o: Outcome) => void; close: () => void } {
-  let fd: number;
-  try {
-    fd = openSync(path, "a");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? "error";
-    throw new UsageError(`--outcome-file ${path}: cannot open for appending (${code})`);
-  }
-  return {
-    append: (outcome) => void writeSync(fd, JSON.stringify(outcome) + "\n"),
-    close: () => closeSync(fd),
-  };
-}
-
 /** Runs `turnguard proxy ARGS` and returns the exit code. */
 export async function proxyCommand(argv: string[]): Promise<number> {
   const { own, command } = splitCommand(argv, PROXY_OPTIONS);
@@ -72,6 +54,17 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const outcomes = values["outcome-file"]
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
     : null;
+  // A failed append is said on stderr, once per distinct problem (the turns go on).
+  const problems = new Set<string>();
+  const appendOutcome = outcomes
+    ? (outcome: Outcome) => {
+      const problem = outcomes.append(outcome);
+      if (problem && !problems.has(problem)) {
+        problems.add(problem);
+        process.stderr.write(`turnguard: ${problem}\n`);
+      }
+    }
+    : undefined;
   try {
     const result = await runProxy({
       command: command[0],
@@ -86,7 +79,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
       graceMs: grace !== undefined ? grace * 1000 : DEFAULT_GRACE_MS,
       rewriteErrors: values["rewrite-errors"] === true,
-      onOutcome: outcomes?.append,
+      onOutcome: appendOutcome,
       verbose: values.verbose === true,
       hooks,
     });

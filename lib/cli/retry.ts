@@ -1,14 +1,16 @@
 /**
  * `turnguard retry NAME|SESSION`: makes the retry that waits for that session's latest
  * turn run now, by signalling the turnguard process that owns it (its pid is in the
- * journal) with SIGUSR1.
+ * journal) with SIGUSR1 — only once that process is known to be the owner still: a pid
+ * reused by another process is never signalled (SIGUSR1 would kill most programs).
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { journalPath, readJournal } from "../journal.ts";
+import { journalPath, type Owner, readJournal } from "../journal.ts";
 import { errCode } from "../logfs.ts";
+import { type OwnerState, ownerState } from "../process_identity.ts";
 import { RUN_NOW_SIGNAL } from "../retry_waits.ts";
 import { OVERDUE_MS } from "../turn_report.ts";
-import { findSession, foldRecords, latestTurn, verdict } from "../turn_state.ts";
+import { findSession, foldRecords, latestTurn, type RetryView, verdict } from "../turn_state.ts";
 import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";
@@ -18,14 +20,77 @@ export const RETRY_OPTIONS = {
   journal: { type: "string" },
 } satisfies OptionSpec;
 
+/** The exit codes of `turnguard retry`. */
+export const RETRY_EXIT = {
+  ok: 0,
+  /** No retry waits, or the owner cannot be signalled from here. */
+  noRetry: EXIT.failed,
+  usage: EXIT.usage,
+  noSession: WAIT_EXIT.noSession,
+  /** The process that owned the retry is gone (or another process now has its pid). */
+  ownerGone: 5,
+} as const;
+
 /** Sends a signal to a process; tests pass their own. */
 export type Signaller = (pid: number, signal: NodeJS.Signals) => void;
+
+/** A retry that waits, as the journal tells it. */
+type Waiting = Extract<RetryView, { state: "waiting" }>;
+
+/** What `turnguard retry` does: signal the owner, or refuse with a message and exit code. */
+export type RetryAction =
+  | { kind: "signal" }
+  | { kind: "refuse"; message: string; exitCode: number };
+
+function ownerGoneMessage(r: Waiting, target: string): string {
+  return `retry: the process that owned retry ${r.attempt} of ${r.of} for ${target} ` +
+    `(pid ${r.pid}) is gone; it will not run`;
+}
+
+/**
+ * Decides whether the owner of a waiting retry may be signalled: only when it is the owner
+ * still, or, where that cannot be verified, while the retry is not long overdue (a retry
+ * overdue by more than OVERDUE_MS never started: its process most likely died). An owner
+ * on another host or in another pid namespace cannot be signalled from here.
+ */
+export function retryAction(
+  r: Waiting,
+  owner: OwnerState,
+  lateMs: number,
+  target: string,
+): RetryAction {
+  if (owner === "gone") {
+    return { kind: "refuse", message: ownerGoneMessage(r, target), exitCode: RETRY_EXIT.ownerGone };
+  }
+  if (owner === "elsewhere") {
+    return {
+      kind: "refuse",
+      message: `retry: the process that owns retry ${r.attempt} of ${r.of} for ${target} ` +
+        `(pid ${r.pid}) runs on another host or in another pid namespace; ` +
+        "run turnguard retry there",
+      exitCode: RETRY_EXIT.noRetry,
+    };
+  }
+  if (owner === "unverified" && lateMs > OVERDUE_MS) {
+    return {
+      kind: "refuse",
+      message:
+        `retry: retry ${r.attempt} of ${r.of} for ${target} was due ${
+          formatDuration(lateMs)
+        } ago and never started; ` +
+        `its process (pid ${r.pid}) is likely gone`,
+      exitCode: RETRY_EXIT.ownerGone,
+    };
+  }
+  return { kind: "signal" };
+}
 
 /** Runs `turnguard retry ARGS` and returns the exit code. */
 export function retryCommand(
   argv: string[],
   signal: Signaller = (pid, sig) => void process.kill(pid, sig),
   now: () => number = Date.now,
+  owner: (owner: Owner) => OwnerState = ownerState,
 ): number {
   const { values, positionals } = parseOptions("retry", argv, RETRY_OPTIONS, true);
   if (positionals.length !== 1) {
@@ -39,7 +104,7 @@ export function retryCommand(
   if (!session) {
     throw new TurnguardError(
       `retry: no such session or name "${target}" in the journal ${path}`,
-      WAIT_EXIT.noSession,
+      RETRY_EXIT.noSession,
     );
   }
   const turn = latestTurn(session);
@@ -52,30 +117,22 @@ export function retryCommand(
       : "no retry was scheduled";
     throw new TurnguardError(
       `retry: no retry waits for ${target} (turn ${turn.turn}: ${what})`,
-      EXIT.failed,
+      RETRY_EXIT.noRetry,
     );
   }
-  const late = now() - Date.parse(r.nextAt);
-  if (late > OVERDUE_MS) {
-    throw new TurnguardError(
-      `retry: retry ${r.attempt} of ${r.of} for ${target} was due ${formatDuration(late)} ago ` +
-        `and never started; its process (pid ${r.pid}) is gone`,
-      EXIT.failed,
-    );
-  }
+  const action = retryAction(r, owner(r), now() - Date.parse(r.nextAt), target);
+  if (action.kind === "refuse") throw new TurnguardError(action.message, action.exitCode);
   try {
     signal(r.pid, RUN_NOW_SIGNAL);
   } catch (err) {
     const code = errCode(err);
-    throw new TurnguardError(
-      code === "ESRCH"
-        ? `retry: the process that owns the retry (pid ${r.pid}) is gone`
-        : `retry: cannot signal pid ${r.pid} (${code})`,
-      EXIT.failed,
-    );
+    if (code === "ESRCH") {
+      throw new TurnguardError(ownerGoneMessage(r, target), RETRY_EXIT.ownerGone);
+    }
+    throw new TurnguardError(`retry: cannot signal pid ${r.pid} (${code})`, RETRY_EXIT.noRetry);
   }
   process.stdout.write(
     `${turn.name}: retry ${r.attempt} of ${r.of} runs now (signalled pid ${r.pid})\n`,
   );
-  return 0;
+  return RETRY_EXIT.ok;
 }

@@ -2,13 +2,16 @@
  * `turnguard wait [NAME|SESSION] [--print] [--json] [--timeout S]`: waits until the latest
  * turn of a session has ended and its retry decision is known, then reports it — a failed
  * turn with its own error, its own partial reply and the retry that waits, never the reply
- * of the turn before it.
+ * of the turn before it. A turn whose process is gone is reported failed, never waited on
+ * for ever; with --timeout, a session that is not in the journal yet is waited for.
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { journalPath, type JournalRead, JournalReader } from "../journal.ts";
+import { journalPath, type Owner, type JournalRead, JournalReader } from "../journal.ts";
 import { type ChangeSignal, JournalWatch } from "../journal_watch.ts";
+import { ownerState } from "../process_identity.ts";
 import { printReport, replyNote, stateLine, waitRow } from "../turn_report.ts";
 import {
+  awaitsOwner,
   emptyState,
   findSession,
   foldRecords,
@@ -16,6 +19,7 @@ import {
   latestTurn,
   type TurnView,
   verdict,
+  withOwner,
 } from "../turn_state.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
 
@@ -41,10 +45,10 @@ export const WAIT_OPTIONS = {
   journal: { type: "string" },
 } satisfies OptionSpec;
 
-/** How waiting ended. */
+/** How waiting ended; a timeout's turn is null when no such session appeared. */
 export type WaitResult =
   | { kind: "done"; turn: TurnView }
-  | { kind: "timeout"; turn: TurnView }
+  | { kind: "timeout"; turn: TurnView | null }
   | { kind: "none" };
 
 /** What the waiting loop needs from the world. */
@@ -54,11 +58,17 @@ export interface WaitDeps {
   now(): number;
   /** Told about each skipped line once. */
   diagnostic(line: string): void;
+  /**
+   * Whether the process that owns a turn may still run: false only when it is known to be
+   * gone (an owner on another host or in another pid namespace cannot be checked).
+   */
+  ownerAlive(owner: Owner): boolean;
 }
 
 /**
  * Reads and folds the journal until the target's latest turn is done (or its missing
- * decision was held PENDING_HOLD_MS), the timeout passes, or no such session exists.
+ * decision was held PENDING_HOLD_MS, or its process is gone), or the timeout passes. With
+ * no such session: `none` at once without a timeout, else it is waited for.
  */
 export async function waitForTurn(
   target: string | undefined,
@@ -69,7 +79,7 @@ export async function waitForTurn(
   let state: JournalState = emptyState();
   const pendingSince = new Map<string, number>();
   const told = new Set<string>();
-  for (;;) {
+  const latest = (): TurnView | null => {
     const read = deps.read();
     if (read.reset) state = emptyState();
     foldRecords(read.records, state);
@@ -77,10 +87,29 @@ export async function waitForTurn(
       if (!told.has(d)) told.add(d), deps.diagnostic(d);
     }
     const session = findSession(state, target);
-    if (!session) return { kind: "none" };
-    const turn = latestTurn(session);
-    const v = verdict(turn);
+    return session ? latestTurn(session) : null;
+  };
+  for (;;) {
+    let turn = latest();
+    if (turn !== null && awaitsOwner(turn) && !deps.ownerAlive(turn)) {
+      // It may have written its end just before it exited: everything it wrote is in the
+      // journal now, so one more read tells.
+      const probed = turn;
+      turn = latest();
+      if (
+        turn?.session === probed.session && turn.turn === probed.turn && turn.pid === probed.pid
+      ) {
+        turn = withOwner(turn, false);
+      }
+    }
     const now = deps.now();
+    if (turn === null) {
+      if (timeoutMs === null) return { kind: "none" };
+      if (now >= deadline) return { kind: "timeout", turn: null };
+      await deps.changes.next(Math.min(TICK_MS, deadline - now));
+      continue;
+    }
+    const v = verdict(turn);
     let wakeIn = TICK_MS;
     if (v.kind === "done") return { kind: "done", turn };
     if (v.kind === "pending") {
@@ -116,6 +145,7 @@ export async function waitCommand(argv: string[]): Promise<number> {
       changes,
       now: Date.now,
       diagnostic: (d) => void process.stderr.write(`turnguard: ${d}\n`),
+      ownerAlive: (owner) => ownerState(owner) !== "gone",
     });
   } finally {
     changes.close();
@@ -128,15 +158,18 @@ export async function waitCommand(argv: string[]): Promise<number> {
       WAIT_EXIT.noSession,
     );
   }
-  const { turn } = result;
   if (result.kind === "timeout") {
-    process.stderr.write(
-      `turnguard: wait: timed out after ${values.timeout}s; ${turn.name} turn ${turn.turn} ` +
-        `(session ${turn.session}) has not finished\n`,
-    );
+    const { turn } = result;
+    const what = turn !== null
+      ? `${turn.name} turn ${turn.turn} (session ${turn.session}) has not finished`
+      : target === undefined
+      ? `no session appeared in the journal ${path}`
+      : `no session or name "${target}" appeared in the journal ${path}`;
+    process.stderr.write(`turnguard: wait: timed out after ${values.timeout}s; ${what}\n`);
     return WAIT_EXIT.timedOut;
   }
-  const failed = turn.outcome?.status === "failed";
+  const { turn } = result;
+  const failed = waitRow(turn).status === "failed";
   if (values.json) {
     process.stdout.write(JSON.stringify(waitRow(turn)) + "\n");
   } else if (values.print) {
