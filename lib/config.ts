@@ -27,7 +27,6 @@ export const ProfileSchema = v.strictObject({
   /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
   publish: v.optional(PublishTableSchema),
 });
-export type ProfileInput = v.InferOutput<typeof ProfileSchema>;
 
 /** One config file: profiles, declarative anchors and code plugin paths. */
 export const ConfigFileSchema = v.strictObject({
