@@ -41,6 +41,7 @@ export const DeclarativeAnchorSchema = v.pipe(
     "an anchor needs exactly one of `literal` or `regex`",
   ),
 );
+/** A declarative anchor after validation, with defaults applied. */
 export type DeclarativeAnchor = v.InferOutput<typeof DeclarativeAnchorSchema>;
 
 function tryRegExp(source: string, flags: string): RegExp | null {

@@ -77,7 +77,7 @@ export function parseConfigText(path: string, source: string): ParsedConfigFile 
     const keyPath: KeyStep[] = (issue.path ?? []).map((p) => p.key as KeyStep);
     let detail = issue.message;
     if (issue.kind === "schema" && issue.type === "strict_object") {
-      const key = String(issue.input === undefined ? keyPath.at(-1) : keyPath.at(-1));
+      const key = String(keyPath.at(-1));
       detail = `unknown key \`${key}\``;
     }
     throw new ConfigError(path, locateKey(source, keyPath), formatKeyPath(keyPath), detail);

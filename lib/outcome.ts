@@ -17,6 +17,7 @@ export const CategorySchema = v.picklist([
   "crash",
   "unknown",
 ]);
+/** One of the failure categories. */
 export type Category = v.InferOutput<typeof CategorySchema>;
 
 /** The true status of a turn. */
@@ -28,6 +29,7 @@ export const StatusSchema = v.picklist([
   "refused",
   "truncated",
 ]);
+/** One of the turn statuses. */
 export type Status = v.InferOutput<typeof StatusSchema>;
 
 /** When (and whether) a failed turn can be tried again. */
@@ -37,10 +39,12 @@ export const RetryHintSchema = v.object({
   afterMs: v.nullable(v.number()),
   at: v.nullable(v.string()),
 });
+/** A failure's retry hint. */
 export type RetryHint = v.InferOutput<typeof RetryHintSchema>;
 
 /** Where in a log file a cause was found. */
 export const SourceSchema = v.object({ path: v.string(), offset: v.number() });
+/** A cause's place in a log file. */
 export type Source = v.InferOutput<typeof SourceSchema>;
 
 /** A turn's error: the readable cause, its category and the anchor that found it. */
@@ -51,6 +55,7 @@ export const TurnErrorSchema = v.object({
   anchor: v.nullable(v.string()),
   source: v.nullable(SourceSchema),
 });
+/** A turn's normalized error. */
 export type TurnError = v.InferOutput<typeof TurnErrorSchema>;
 
 /** What became of the reply the agent was told to publish (proxy mode, when armed). */
@@ -65,6 +70,7 @@ export const PublishSchema = v.object({
     stderr: v.optional(v.string()),
   })),
 });
+/** The Outcome's `publish` field. */
 export type Publish = v.InferOutput<typeof PublishSchema>;
 
 /** The Outcome of one turn (v1). */
@@ -86,4 +92,5 @@ export const OutcomeSchema = v.object({
   publish: v.nullable(PublishSchema),
   diagnostics: v.array(v.string()),
 });
+/** One turn's Outcome (v1). */
 export type Outcome = v.InferOutput<typeof OutcomeSchema>;

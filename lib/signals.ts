@@ -4,6 +4,7 @@ import type { ChildProcess } from "node:child_process";
 
 /** The signals a wrapper forwards to the agent it runs. */
 export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"] as const;
+/** One of the forwarded signals. */
 export type ForwardedSignal = typeof FORWARDED_SIGNALS[number];
 
 /** The number of a signal name (`SIGINT` → 2); 0 when unknown. */
