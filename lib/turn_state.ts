@@ -4,7 +4,13 @@
  * wait`, `log` and `retry` are thin shells over it. Whether a turn's process still runs is
  * not in the journal: the shells check it and pass it in (`withOwner`).
  */
-import type { JournalRecord, RetryScheduled, RetrySettled, RetryStarted } from "./journal.ts";
+import type {
+  JournalRecord,
+  Owner,
+  RetryScheduled,
+  RetrySettled,
+  RetryStarted,
+} from "./journal.ts";
 import type { Outcome } from "./outcome.ts";
 
 /** The retry decision of a turn as the journal last told it. */
@@ -19,15 +25,11 @@ export type RetryView =
   | ({ state: "running" } & Pick<RetryStarted, "attempt" | "of">)
   | ({ state: "settled" } & Pick<RetrySettled, "attempt" | "of" | "why" | "reason">);
 
-/** One turn of one session. */
-export interface TurnView {
+/** One turn of one session; its owner (pid, start time, pid space) as last recorded. */
+export interface TurnView extends Owner {
   name: string;
   session: string;
   turn: number;
-  /** The turnguard process that owns the turn; its start time and pid space when recorded. */
-  pid: number;
-  pidStart: string | undefined;
-  pidSpace: string | undefined;
   /**
    * The owner is known to be gone while the turn is unfinished: it will never end. Never
    * set by the fold; `withOwner` sets it from a liveness check.

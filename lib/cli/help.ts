@@ -30,6 +30,8 @@ Exit codes (proxy): the agent's exit status (128+N for signal N); 2 for usage or
 config errors; 126/127 when the agent command cannot be run or is not found.
 Exit codes (wait): 0 the turn ended ok (or empty, refused, truncated, cancelled); 1 it
 failed; 2 usage errors; 3 timed out waiting; 4 no such session.
+Exit codes (retry): 0 the owner was signalled; 1 no retry waits; 2 usage errors; 4 no
+such session; 5 the process that owned the retry is gone.
 Exit codes (scan, explain): 0 an anchor matched; 1 none did; 2 usage or config errors.
 Exit codes (check): 0 the config and every plugin load; 2 with the first error.
 `;

@@ -6,7 +6,7 @@
  * for ever; with --timeout, a session that is not in the journal yet is waited for.
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { journalPath, type Owner, type JournalRead, JournalReader } from "../journal.ts";
+import { journalPath, type JournalRead, JournalReader, type Owner } from "../journal.ts";
 import { type ChangeSignal, JournalWatch } from "../journal_watch.ts";
 import { ownerState } from "../process_identity.ts";
 import { printReport, replyNote, stateLine, waitRow } from "../turn_report.ts";
