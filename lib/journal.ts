@@ -1,7 +1,7 @@
 /**
- * The outcome journal: one JSON line per turn event, appended by `turnguard run` (proxy
- * mode gets its hooks in lib/proxy_journal.ts, not yet wired into `turnguard proxy`), read
- * by `turnguard wait`, `log` and `retry`. The record schema is
+ * The outcome journal: one JSON line per turn event, appended by `turnguard run` and
+ * `turnguard proxy` (through lib/proxy_journal.ts), read by `turnguard wait`, `log` and
+ * `retry`. The record schema is
  * defined once here; the writer makes one write per record (regular-file O_APPEND writes
  * do not interleave), rotates by size under a lock, and the reader follows rotated files in
  * order and skips torn or corrupt lines with a diagnostic.

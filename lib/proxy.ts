@@ -21,6 +21,7 @@ import {
 } from "./acp/lines.ts";
 import { LineOutput } from "./acp/output.ts";
 import { peekUpdate } from "./acp/peek.ts";
+import type { TextKeeping } from "./acp/reply_text.ts";
 import { errorResponse } from "./acp/rewrite.ts";
 import { PendingRequests } from "./acp/tracker.ts";
 import {
@@ -32,15 +33,19 @@ import {
   Turns,
 } from "./acp/turns.ts";
 import type { Profile } from "./config.ts";
+import type { RetryExecutor, RetryRun } from "./proxy_journal.ts";
+import type { ScheduledRetry } from "./retry_policy.ts";
+import { RetryWaits } from "./retry_waits.ts";
 import { EXIT } from "./errors.ts";
 import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
+import { withPluginBudget } from "./plugin_budget.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
 import { Tail } from "./byte_window.ts";
 import { STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
-import { lastLines } from "./text.ts";
+import { formatDuration, lastLines } from "./text.ts";
 
 /** Default grace periods: after EOF before SIGTERM (and again before SIGKILL), and after a
  * timeout's `session/cancel` before the client is answered. */
@@ -85,11 +90,24 @@ export interface ProxyOptions {
   turnTimeoutMs?: number | null;
   /** Grace periods (EOF → SIGTERM → SIGKILL; timeout cancel → answer). */
   graceMs?: number;
+  /**
+   * Whether each turn keeps its message text (64 KiB) for the Outcome's `reply.text` and
+   * the hooks: only when something reads it (journal, outcome file, publish fallback).
+   * Otherwise characters are only counted, plus the head a failure notice fits in when
+   * the profile has text anchors, and Outcomes carry no `reply.text`. Default true.
+   */
+  keepReplyText?: boolean;
   /** `--rewrite-errors`. */
   rewriteErrors?: boolean;
   /** Receives each turn's Outcome. */
   onOutcome?: (outcome: Outcome) => void;
-  hooks?: TurnHooks;
+  /**
+   * The turn hooks; as a function, they are built with the proxy's retry executor (for
+   * `journalHooks` with a recorder that may retry).
+   */
+  hooks?: TurnHooks | ((retries: RetryExecutor) => TurnHooks);
+  /** Where retries wait (SIGUSR1 runs them now while the proxy runs). */
+  retryWaits?: RetryWaits;
   /** `--verbose`: turnguard's diagnostics, one line each. */
   verbose?: boolean;
   now?: () => number;
@@ -119,6 +137,7 @@ const JOIN_MAX_BYTES = 16 * 1024;
 const ID_KEY = Buffer.from('"id"');
 const METHOD_KEY = Buffer.from('"method"');
 const decoder = new TextDecoder();
+const NEWLINE = new Uint8Array([0x0a]);
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
@@ -128,6 +147,18 @@ function asBuffer(bytes: Uint8Array): Buffer {
 interface Expiry {
   timer: ReturnType<typeof setTimeout>;
 }
+
+/** A failed turn whose retry waits: the client's request stays unanswered meanwhile. */
+interface WaitingRetry {
+  turn: Turn;
+  decision: ScheduledRetry;
+  run: RetryRun;
+  /** The failed attempt's response, sent to the client if the retry never runs. */
+  response: Uint8Array | null;
+}
+
+/** A turn's key among waiting retries: session and turn number. */
+const retryKey = (turn: Turn) => `${turn.sessionId}\n${turn.turn}`;
 
 /** Runs the proxy until the agent exits; resolves with turnguard's exit status. */
 export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
@@ -166,6 +197,8 @@ class Proxy {
   readonly #child: ChildProcess;
   readonly #now: () => number;
   readonly #hooks: TurnHooks;
+  /** How much message text each turn keeps (see ProxyOptions.keepReplyText). */
+  readonly #keepText: TextKeeping;
   readonly #toAgent: LineOutput;
   readonly #toClient: LineOutput;
   readonly #fromClient: LineSplitter;
@@ -176,6 +209,10 @@ class Proxy {
   readonly #agentPending = new PendingRequests();
   readonly #turns = new Turns();
   readonly #expiring = new Map<Turn, Expiry>();
+  /** Failed turns whose retry waits, by `retryKey`; the client's request is held. */
+  readonly #retrying = new Map<string, WaitingRetry>();
+  readonly #waits: RetryWaits;
+  #clientGone = false;
   readonly #stderrTail = new Tail(STDERR_TAIL_BYTES);
   readonly #inFlight = new Set<Promise<void>>();
   #signalled = false;
@@ -189,7 +226,15 @@ class Proxy {
     this.#opts = opts;
     this.#child = child;
     this.#now = opts.now ?? Date.now;
-    this.#hooks = opts.hooks ?? NO_HOOKS;
+    this.#waits = opts.retryWaits ?? new RetryWaits();
+    this.#hooks = typeof opts.hooks === "function"
+      ? opts.hooks({ retry: (turn, decision, run) => this.#scheduleRetry(turn, decision, run) })
+      : opts.hooks ?? NO_HOOKS;
+    this.#keepText = opts.keepReplyText !== false
+      ? "reply"
+      : opts.anchors.some((a) => a.on.includes("text"))
+      ? "notice"
+      : "none";
     const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
     this.#fromClient = new LineSplitter(limit);
     this.#fromAgent = new LineSplitter(limit);
@@ -246,6 +291,7 @@ class Proxy {
     input.on("error", onClientEnd);
     this.#opts.output.on("error", () => {}); // the client stopped reading: keep going
     if (this.#opts.turnTimeoutMs) this.#startTicker(this.#opts.turnTimeoutMs);
+    const unlisten = this.#opts.retryWaits ? this.#waits.listen() : () => {};
 
     const exit = await exited;
     this.#agentGone = true;
@@ -261,6 +307,8 @@ class Proxy {
     this.#fromAgent.end((segment) =>
       this.#route(segment, this.#toClient, (l) => this.#fromAgentLine(l))
     );
+    this.#stopRetries(`the agent exited`);
+    unlisten();
     this.#answerOrphans(exit.code, exit.signal);
     while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
     this.#toClient.finish();
@@ -390,6 +438,11 @@ class Proxy {
           if (turn) {
             turn.cancelled = true;
             this.#log(`session ${turn.sessionId} turn ${turn.turn}: cancelled by the client`);
+          } else if (sessionId !== null) {
+            for (const waiting of [...this.#retrying.values()]) {
+              if (waiting.turn.sessionId !== sessionId) continue;
+              this.#stopRetry(waiting, "the client cancelled");
+            }
           }
         }
         return PASS;
@@ -421,6 +474,7 @@ class Proxy {
       startedAt: now,
       snapshot: snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
       trackToolCalls: this.#hooks.beforeRespond !== undefined,
+      keepText: this.#keepText,
     });
     this.#log(`session ${sessionId} turn ${turn.turn}: started (request ${idKey(message.id)})`);
     try {
@@ -460,7 +514,10 @@ class Proxy {
         const sessionId = sessionIdOf(message.params);
         this.#agentPending.add(message.id, message.method, sessionId);
         const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
-        if (turn) turn.lastActivityAt = now;
+        if (turn) {
+          turn.lastActivityAt = now;
+          turn.requests++;
+        }
         return PASS;
       }
       default:
@@ -500,36 +557,41 @@ class Proxy {
   // ---------------------------------------------------------------- turn ends
 
   /**
-   * Decides the turn, then (after the hooks) gives the bytes to answer the client with.
-   * This is where a retry engine would instead resend `turn.promptLine` to the agent and
-   * keep the client's request pending.
+   * Decides the turn, then (after the hooks) gives the bytes to answer the client with;
+   * none when the hooks scheduled a retry (the response is held until it is known
+   * whether the retry runs: see `#scheduleRetry`).
    */
   #finishTurn(turn: Turn, end: TurnEnd, line: Uint8Array | null, now: number): Verdict {
     const opts = this.#opts;
-    const conclusion = concludeTurn({
-      turn,
-      end,
-      agent: opts.profile.name,
-      anchors: opts.anchors,
-      endedAt: now,
-      rewriteErrors: opts.rewriteErrors === true,
-      scanLogs: () =>
-        findLogCause({
-          snapshot: turn.snapshot,
-          spawnedAt: turn.startedAt,
-          pid: this.#child.pid ?? null,
-          profile: opts.profile,
-          anchors: opts.anchors,
-          now,
-          fs: opts.fs,
-        }),
-    });
+    // One code plugin budget for everything that decides the turn (anchors on the agent's
+    // error, the log scan, the reply's failure text).
+    const conclusion = withPluginBudget(() =>
+      concludeTurn({
+        turn,
+        end,
+        agent: opts.profile.name,
+        anchors: opts.anchors,
+        endedAt: now,
+        rewriteErrors: opts.rewriteErrors === true,
+        scanLogs: () =>
+          findLogCause({
+            snapshot: turn.snapshot,
+            spawnedAt: turn.startedAt,
+            pid: this.#child.pid ?? null,
+            profile: opts.profile,
+            anchors: opts.anchors,
+            now,
+            fs: opts.fs,
+          }),
+      })
+    );
     const bytes = conclusion.response
       ? encodeLine(conclusion.response, line ? lineEnding(line) : "\n")
       : line;
     const hook = this.#hooks.beforeRespond;
     if (!hook) {
       this.#record(conclusion.outcome, turn);
+      if (this.#held(turn, bytes)) return DROP;
       return bytes === line ? PASS : { replace: bytes };
     }
     const later = (async () => {
@@ -544,9 +606,104 @@ class Proxy {
         };
       }
       this.#record(outcome, turn);
-      return bytes;
+      return this.#held(turn, bytes) ? null : bytes;
     })();
     return { later };
+  }
+
+  // ---------------------------------------------------------------- retries
+
+  /**
+   * The turn's retry was scheduled (by the hooks, while its end was recorded): keeps the
+   * failed attempt's response for the client in case the retry never runs. True: the
+   * response is held, not forwarded.
+   */
+  #held(turn: Turn, bytes: Uint8Array | null): boolean {
+    const waiting = this.#retrying.get(retryKey(turn));
+    if (!waiting || waiting.turn !== turn) return false;
+    waiting.response = bytes ? bytes.slice() : null;
+    return true;
+  }
+
+  /** RetryExecutor: the failed attempt's response is held; the prompt goes again later. */
+  #scheduleRetry(turn: Turn, decision: ScheduledRetry, run: RetryRun): void {
+    const what = `retry ${decision.attempt} of ${decision.of}`;
+    const gone = this.#agentGone
+      ? "the agent exited"
+      : this.#clientGone
+      ? "the client closed its input"
+      : null;
+    if (gone !== null) {
+      run.stop(`${what} was stopped before it ran (${gone})`);
+      return;
+    }
+    const waiting: WaitingRetry = { turn, decision, run, response: null };
+    const key = retryKey(turn);
+    this.#retrying.set(key, waiting);
+    this.#log(
+      `session ${turn.sessionId} turn ${turn.turn}: ${what} waits out ${decision.reason}; ` +
+        `it runs in ${formatDuration(decision.afterMs)}`,
+    );
+    this.#waits.schedule(key, decision.afterMs, (how) => {
+      if (this.#retrying.get(key) !== waiting) return;
+      if (how === "stopped") this.#stopRetry(waiting, "stopped");
+      else this.#runRetry(waiting);
+    });
+  }
+
+  /** The retry's time came (or `turnguard retry` asked): the prompt goes to the agent again. */
+  #runRetry(waiting: WaitingRetry): void {
+    const { turn: failed, decision, run } = waiting;
+    this.#retrying.delete(retryKey(failed));
+    if (this.#agentGone || this.#clientGone) {
+      this.#answerStopped(
+        waiting,
+        this.#agentGone ? "the agent exited" : "the client closed its input",
+      );
+      return;
+    }
+    const now = this.#now();
+    run.begin();
+    const turn = this.#turns.retry(
+      failed,
+      now,
+      snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
+    );
+    this.#clientPending.add(turn.requestId, "session/prompt", turn.sessionId);
+    const prompt = turn.promptLine;
+    this.#toAgent.inject(
+      prompt.at(-1) === 0x0a ? prompt : joinBytes([prompt, NEWLINE], prompt.length + 1),
+    );
+    this.#log(
+      `session ${turn.sessionId} turn ${turn.turn}: retry ${decision.attempt} of ${decision.of} ` +
+        `sent the prompt again (request ${idKey(turn.requestId)})`,
+    );
+  }
+
+  /** A waiting retry will not run: says why, and answers the client with the failed attempt. */
+  #stopRetry(waiting: WaitingRetry, why: string): void {
+    const key = retryKey(waiting.turn);
+    if (this.#retrying.get(key) !== waiting) return;
+    this.#retrying.delete(key);
+    this.#waits.stop(key);
+    this.#answerStopped(waiting, why);
+  }
+
+  #answerStopped(waiting: WaitingRetry, why: string): void {
+    const { decision, turn } = waiting;
+    const reason = `retry ${decision.attempt} of ${decision.of} was stopped before it ran (${why})`;
+    this.#log(`session ${turn.sessionId} turn ${turn.turn}: ${reason}`);
+    try {
+      waiting.run.stop(reason);
+    } catch (err) {
+      this.#log(`recording the stopped retry failed: ${errorText(err)}`);
+    }
+    if (waiting.response) this.#toClient.inject(waiting.response);
+  }
+
+  /** Stops every waiting retry (the agent or the client is gone). */
+  #stopRetries(why: string): void {
+    for (const waiting of [...this.#retrying.values()]) this.#stopRetry(waiting, why);
   }
 
   /** Sends a response turnguard made up (timeout, dead agent) at the next line boundary. */
@@ -571,8 +728,15 @@ class Proxy {
     );
     for (const d of outcome.diagnostics) this.#log(`  ${d}`);
     try {
-      this.#opts.onOutcome?.(outcome);
       this.#hooks.turnEnded?.(outcome, turn);
+    } catch (err) {
+      this.#log(`recording the outcome failed: ${errorText(err)}`);
+    }
+    // An attempt that will be retried is not the turn's Outcome (as in run mode, only the
+    // last attempt's is); the journal has every attempt.
+    if (this.#retrying.get(retryKey(turn))?.turn === turn) return;
+    try {
+      this.#opts.onOutcome?.(outcome);
     } catch (err) {
       this.#log(`recording the outcome failed: ${errorText(err)}`);
     }
@@ -657,6 +821,8 @@ class Proxy {
     this.#fromClient.end((segment) =>
       this.#route(segment, this.#toAgent, (l) => this.#fromClientLine(l))
     );
+    this.#clientGone = true;
+    this.#stopRetries("the client closed its input");
     await this.#toAgent.end();
     this.#log("the client closed its input; closed the agent's");
     const child = this.#child;

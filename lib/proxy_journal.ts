@@ -13,9 +13,12 @@ import type { TurnHooks } from "./proxy.ts";
 import type { RetryPolicy, ScheduledRetry } from "./retry_policy.ts";
 import type { TurnRecorder } from "./turn_recorder.ts";
 
-/** Whether a turn already reached the client: anything streamed (text, thoughts, tools). */
+/**
+ * Whether a turn already reached the client: anything streamed (text, thoughts, tools), or
+ * a request the agent sent it (a permission prompt).
+ */
 export function reachedClient(turn: Turn): boolean {
-  return streamed(turn) > 0;
+  return streamed(turn) > 0 || turn.requests > 0;
 }
 
 /** A recorder that never retries: its policy's type says `retries: 0`. */

@@ -41,6 +41,7 @@ import {
   Turns,
   turnText,
 } from "../lib/acp/turns.ts";
+import type { TextKeeping } from "../lib/acp/reply_text.ts";
 import type { Cause } from "../lib/decide.ts";
 import type { LoadedAnchor } from "../lib/plugin.ts";
 import { AnchorSchema, defineAnchor } from "../lib/plugin.ts";
@@ -205,7 +206,7 @@ describe("PendingRequests", () => {
 });
 
 const snapshot = { patterns: [], files: new Map(), takenAt: 0, diagnostics: [] };
-function turn(): Turn {
+function turn(keepText: TextKeeping = "reply"): Turn {
   return new Turns().start({
     sessionId: "s1",
     requestId: 7,
@@ -214,6 +215,7 @@ function turn(): Turn {
     startedAt: 1000,
     snapshot,
     trackToolCalls: true,
+    keepText,
   });
 }
 
@@ -800,6 +802,30 @@ describe("concludeTurn", () => {
     const c = conclude(t, result("end_turn"));
     expect([c.outcome.status, c.response, c.outcome.error?.category, c.outcome.error?.anchor])
       .toEqual(["ok", null, "quota", "t.quota"]);
+  });
+
+  test("text nobody reads is not kept: counted, no reply.text", () => {
+    const t = turn("none");
+    say(t, "héllo");
+    const line = enc(
+      '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"wörld"}}}}\n',
+    );
+    observeUpdateLine(t, peekUpdate(line)!, line, 1);
+    const c = conclude(t, result("end_turn"));
+    expect([c.outcome.status, c.outcome.reply, turnText(t)]).toEqual(["ok", { chars: 10 }, ""]);
+  });
+
+  test("with only text anchors reading it, a failure notice is still found", () => {
+    const t = turn("notice");
+    say(t, "You've hit your usage limit.");
+    const c = conclude(t, result("end_turn"));
+    expect([c.outcome.reply, c.outcome.error?.category]).toEqual([{ chars: 28 }, "quota"]);
+    // A long reply is cut to the notice's size, and a cut reply is no notice.
+    const long = turn("notice");
+    say(long, "You've hit your usage limit. ".repeat(40));
+    say(long, "x".repeat(5000));
+    expect(turnText(long).length).toBe(2048);
+    expect(conclude(long, result("end_turn")).outcome.error).toBeNull();
   });
 
   test("a long answer that mentions a rate limit is just an answer", () => {

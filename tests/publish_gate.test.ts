@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { type GateInput, publishGate } from "../lib/publish/gate.ts";
-import { REPLY_BUFFER_BYTES, ReplyBuffer } from "../lib/publish/buffer.ts";
+import { FAILURE_TEXT_MAX_BYTES, keptBytes, ReplyText } from "../lib/acp/reply_text.ts";
 import { utf8Length } from "../lib/text.ts";
 
 const base: GateInput = {
@@ -50,49 +50,52 @@ describe("publishGate — truth table", () => {
   });
 });
 
-describe("ReplyBuffer", () => {
-  test("disarmed never buffers", () => {
-    const b = new ReplyBuffer(false);
+describe("ReplyText (the reply the publish fallback sends)", () => {
+  test("nothing is kept when nobody reads it", () => {
+    expect(keptBytes("none")).toBe(0);
+    const b = new ReplyText(keptBytes("none"));
+    expect(b.open).toBe(false);
     b.push("hello");
     b.push("x".repeat(100_000));
     expect(b.text()).toBe("");
-    expect(b.bytes).toBe(0);
-    expect(b.truncated).toBe(false);
   });
 
-  test("armed keeps the turn's text and resets at turn start", () => {
-    const b = new ReplyBuffer(true);
+  test("keeps the turn's text", () => {
+    const b = new ReplyText(keptBytes("reply"));
     b.push("Hello, ");
     b.push("");
     b.push("wörld");
-    expect(b.text()).toBe("Hello, wörld");
-    expect(b.bytes).toBe(13);
-    b.reset();
-    expect(b.text()).toBe("");
-    b.push("next turn");
-    expect(b.text()).toBe("next turn");
+    expect([b.open, b.text()]).toEqual([true, "Hello, wörld"]);
   });
 
   test("capped at 64 KiB on a multi-byte boundary", () => {
-    expect(REPLY_BUFFER_BYTES).toBe(65536);
-    const b = new ReplyBuffer(true);
+    expect(keptBytes("reply")).toBe(65536);
+    const b = new ReplyText(keptBytes("reply"));
     b.push("a".repeat(65534)); // 2 bytes of room left
     b.push("€€"); // 3 bytes each: not even one fits
+    expect(b.open).toBe(false);
     b.push("more");
-    expect(b.bytes).toBe(65534);
-    expect(b.truncated).toBe(true);
     expect(b.text()).toBe("a".repeat(65534));
 
-    const c = new ReplyBuffer(true);
+    const c = new ReplyText(keptBytes("reply"));
     c.push("a".repeat(65533));
     c.push("é€😀"); // 2 + 3 + 4 bytes: é fits (65535), € would end at 65538
     expect(c.text()).toBe("a".repeat(65533) + "é");
     expect(utf8Length(c.text())).toBe(65535);
-    expect(c.truncated).toBe(true);
 
-    const d = new ReplyBuffer(true);
+    const d = new ReplyText(keptBytes("reply"));
     for (let i = 0; i < 20_000; i++) d.push("😀"); // 80 000 bytes of 4-byte characters
-    expect(d.bytes).toBe(65536);
+    expect(utf8Length(d.text())).toBe(65536);
     expect(d.text()).toBe("😀".repeat(16384));
+  });
+
+  test("a failure notice's head only, when just text anchors read it", () => {
+    expect(keptBytes("notice")).toBe(FAILURE_TEXT_MAX_BYTES);
+    const b = new ReplyText(keptBytes("notice"));
+    b.push("é".repeat(1500)); // 3000 bytes, 1500 units: room for more
+    expect(b.open).toBe(true);
+    b.push("é".repeat(1500));
+    expect(b.open).toBe(false);
+    expect(b.text()).toBe("é".repeat(1024));
   });
 });

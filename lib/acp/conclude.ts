@@ -16,10 +16,8 @@ import { formatDuration, utf8Length } from "../text.ts";
 import { errorCause } from "./error_cause.ts";
 import { type JsonObject, stringField } from "./jsonrpc.ts";
 import { annotateError, errorResponse, turnguardData } from "./rewrite.ts";
-import { streamed, type Turn, turnText } from "./turns.ts";
-
-/** Longest streamed reply still read as a possible failure notice (not a real answer). */
-export const FAILURE_TEXT_MAX_BYTES = 2048;
+import { FAILURE_TEXT_MAX_BYTES } from "./reply_text.ts";
+import { streamed, type Turn, turnText, wholeText } from "./turns.ts";
 
 /** How a turn ended. */
 export type TurnEnd =
@@ -139,7 +137,9 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     endedAt,
     stopReason,
     exit: end.kind === "exit" ? { code: end.code, signal: end.signal } : null,
-    reply: { chars: turn.chars, text: turnText(turn) },
+    reply: turn.keepText === "reply"
+      ? { chars: turn.chars, text: turnText(turn) }
+      : { chars: turn.chars },
     publish: null,
     diagnostics,
   }, decision);
@@ -161,7 +161,8 @@ function readFailureText(
 ): Decision {
   if (turn.chars === 0 || textAnchors.length === 0) return decision;
   const text = turnText(turn);
-  if (utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return decision;
+  // Text cut short (or never kept) is a longer reply than a notice.
+  if (!wholeText(turn, text) || utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return decision;
   const found = findCause(textAnchors, [{ kind: "text", text }]);
   diagnostics.push(...found.diagnostics);
   const hit = found.finding?.hit;

@@ -3,75 +3,40 @@
  * profile's anchors look at it as an `{kind: "error"}` input; the readable message is the
  * anchor's cause, else the provider's inner message (agents pass raw provider JSON such
  * as `{"error":{"code":429,"message":"...","status":"RESOURCE_EXHAUSTED"}}` as the
- * message), and classify() gives the category and the retry hint.
+ * message; read by plugins/provider_error.ts, the one reader of provider errors), and
+ * classify() gives the category and the retry hint.
  */
 import { findCause, inputText, MAX_CAUSE_BYTES, tidyCause } from "../anchors.ts";
 import { classify } from "../classify.ts";
 import type { Cause } from "../decide.ts";
 import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
 import { utf8Length } from "../text.ts";
-import { isObject, type JsonObject } from "./jsonrpc.ts";
-
-/** How deep provider JSON is followed (JSON inside a string inside JSON...). */
-const MAX_DEPTH = 16;
-
-/** Messages that say nothing by themselves; the error's data is read instead. */
-const GENERIC_MESSAGE = /^\s*(?:internal error|error|unknown error|an error occurred)?\s*\.?\s*$/i;
-
-/** Keys that hold a readable message in provider JSON, most telling first. */
-const MESSAGE_KEYS = ["error", "message", "detail", "details", "error_description"] as const;
+import { type JsonObject } from "./jsonrpc.ts";
+import {
+  parseProviderError,
+  type ProviderError,
+  rpcProviderError,
+} from "../../plugins/provider_error.ts";
 
 /**
  * The readable message inside provider JSON embedded in a text (`{"error":{"message":..}}`,
  * `[{"error":...}]`, `got status: 429. {"error":...}`, JSON inside a JSON string); null
- * when the text carries no JSON with a message.
+ * when the text carries no JSON with a message. The reading itself is the built-in packs'
+ * (plugins/provider_error.ts), so agent errors read the same in every mode.
  */
 export function providerMessage(text: string): string | null {
-  return embeddedMessage(text, 0);
+  return parseProviderError(text)?.message ?? null;
 }
 
-function embeddedMessage(text: string, depth: number): string | null {
-  if (depth > MAX_DEPTH) return null;
-  const parsed = embeddedJson(text);
-  return parsed === undefined ? null : innerMessage(parsed, depth + 1);
+/** The message of a JSON-RPC error as text (a non-string message as its JSON). */
+function messageText(error: JsonObject): string {
+  if (typeof error.message === "string") return error.message;
+  return error.message === undefined ? "" : JSON.stringify(error.message);
 }
 
-/** The first JSON object or array inside a text, if any parses. */
-function embeddedJson(text: string): unknown {
-  const start = text.search(/[{[]/);
-  if (start === -1) return undefined;
-  const close = text[start] === "{" ? "}" : "]";
-  const end = text.lastIndexOf(close);
-  if (end <= start) return undefined;
-  try {
-    return JSON.parse(text.slice(start, end + 1));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The readable message a parsed provider value carries. */
-function innerMessage(value: unknown, depth: number): string | null {
-  if (depth > MAX_DEPTH) return null;
-  if (typeof value === "string") {
-    const trimmed = value.trim();
-    if (trimmed === "") return null;
-    return embeddedMessage(trimmed, depth + 1) ?? trimmed;
-  }
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const found = innerMessage(item, depth + 1);
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  if (!isObject(value)) return null;
-  for (const key of MESSAGE_KEYS) {
-    if (!(key in value)) continue;
-    const found = innerMessage(value[key], depth + 1);
-    if (found !== null) return found;
-  }
-  return null;
+/** The provider error a JSON-RPC error carries in its message, or in its data. */
+function providerErrorOf(error: JsonObject): ProviderError | null {
+  return rpcProviderError({ code: error.code, message: messageText(error), data: error.data });
 }
 
 /**
@@ -79,16 +44,13 @@ function innerMessage(value: unknown, depth: number): string | null {
  * inside it, or — when the message says nothing ("Internal error") — the one in `data`.
  */
 export function readableMessage(error: JsonObject): string {
-  const raw = typeof error.message === "string"
-    ? error.message
-    : error.message === undefined
-    ? ""
-    : JSON.stringify(error.message);
-  const inner = providerMessage(raw);
-  if (inner !== null) return tidyCause(inner, "none");
-  if (!GENERIC_MESSAGE.test(raw)) return tidyCause(raw, "none");
-  const fromData = innerMessage(error.data, 0);
-  if (fromData !== null) return tidyCause(fromData, "none");
+  const found = providerErrorOf(error);
+  if (found !== null) return tidyCause(found.message, "none");
+  // Data that is plain words (not provider JSON) is the message when the message says none.
+  if (typeof error.data === "string" && error.data.trim() !== "") {
+    return tidyCause(error.data, "none");
+  }
+  const raw = messageText(error);
   const code = typeof error.code === "number" || typeof error.code === "string" ? error.code : null;
   return tidyCause(raw, "none") || (code !== null ? `error ${code}` : "error");
 }
@@ -112,16 +74,6 @@ export function echoesInput(cause: string, input: AnchorInput): boolean {
   if (full === message) return false;
   const capped = utf8Length(cause) >= MAX_CAUSE_BYTES - 3;
   return full.endsWith(cause) || (capped && full.includes(cause));
-}
-
-/** The status code a provider error names (`"code": 429` inside the message or data). */
-export function providerCode(error: JsonObject): number | null {
-  for (const source of [error.message, error.data]) {
-    const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
-    const m = text.match(/"code"\s*:\s*(\d{3})\b/);
-    if (m) return Number(m[1]);
-  }
-  return null;
 }
 
 /** The anchor input for a JSON-RPC error object. */
@@ -159,7 +111,7 @@ export function errorCause(
   return {
     cause: {
       error: {
-        code: hit?.code ?? providerCode(error) ?? ownCode,
+        code: hit?.code ?? providerErrorOf(error)?.status ?? ownCode,
         message,
         category,
         anchor: found.finding?.anchor.id ?? null,

@@ -4,12 +4,11 @@
  * `session/update` notifications are folded in by the pure `observeUpdate`.
  */
 import type { ToolCallState } from "../plugin.ts";
-import { REPLY_TEXT_BYTES } from "../run.ts";
 import type { Snapshot } from "../snapshot.ts";
-import { capUtf8 } from "../text.ts";
 import { applyToolCallUpdate } from "../publish/tool_calls.ts";
 import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "./jsonrpc.ts";
 import { bytesAt, peekChunkText, spanText, type UpdatePeek, utf16Length } from "./peek.ts";
+import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
 
 /** Update kinds that show the agent is producing something (besides message text). */
 export const ACTIVITY_KINDS: ReadonlySet<string> = new Set([
@@ -36,15 +35,18 @@ export interface Turn {
   readonly snapshot: Snapshot;
   /** Whether tool calls are merged (someone reads `toolCalls`); else only counted. */
   readonly trackToolCalls: boolean;
+  /** How much message text is kept (`reply`: the Outcome carries it as `reply.text`). */
+  readonly keepText: TextKeeping;
   /** Characters of `agent_message_chunk` text streamed. */
   chars: number;
   /** Other output updates streamed (thoughts, tool calls, plans, non-text chunks). */
   activity: number;
   /** Message text kept (bounded: see `turnText`). */
-  textParts: string[];
-  textKept: number;
+  reply: ReplyText;
   /** Agent lines longer than the inspection limit passed during the turn (not read). */
   uninspected: number;
+  /** Requests the agent sent the client during the turn (permission prompts, ...). */
+  requests: number;
   /**
    * Tool calls merged by `toolCallId`, in order of first appearance. Tool call lines seen
    * by a peek are kept as bytes and merged when this is first read (or when they pile up).
@@ -68,6 +70,8 @@ export interface TurnStart {
   startedAt: number;
   snapshot: Snapshot;
   trackToolCalls: boolean;
+  /** How much message text to keep; default `reply`. */
+  keepText?: TextKeeping;
 }
 
 /** Unmerged tool call bytes a turn keeps before merging them on the spot. */
@@ -79,11 +83,12 @@ export function newTurn(start: TurnStart, turn: number): Turn {
   return {
     ...start,
     turn,
+    keepText: start.keepText ?? "reply",
     chars: 0,
     activity: 0,
-    textParts: [],
-    textKept: 0,
+    reply: new ReplyText(keptBytes(start.keepText ?? "reply")),
     uninspected: 0,
+    requests: 0,
     get toolCalls() {
       mergePending(this);
       return calls;
@@ -146,10 +151,9 @@ export function observeUpdateLine(
     const span = peekChunkText(line, peek);
     if (span !== null) {
       turn.lastActivityAt = now;
-      // Once the kept text is full only its length counts: no need to decode it.
-      const length = turn.textKept >= REPLY_TEXT_BYTES
-        ? utf16Length(line, span.start, span.end)
-        : null;
+      // Text nobody keeps (any more) only counts: no need to decode it (unless its bytes
+      // are not valid UTF-8, which decoding replaces).
+      const length = turn.reply.open ? null : utf16Length(line, span.start, span.end);
       if (length !== null) turn.chars += length;
       else addText(turn, spanText(line, span));
       return;
@@ -178,10 +182,7 @@ function textOf(content: unknown): string | null {
 
 function addText(turn: Turn, text: string): void {
   turn.chars += text.length;
-  // Every UTF-16 unit is at least one byte, so this keeps at least REPLY_TEXT_BYTES of text.
-  if (turn.textKept >= REPLY_TEXT_BYTES || text.length === 0) return;
-  turn.textParts.push(text);
-  turn.textKept += text.length;
+  turn.reply.push(text);
 }
 
 /**
@@ -205,9 +206,17 @@ export function sessionIdInPrefix(prefix: string): string | null {
   }
 }
 
-/** The turn's message text, at most REPLY_TEXT_BYTES of UTF-8, cut on a character. */
+/**
+ * The turn's message text as far as it was kept (see `keepText`): at most REPLY_TEXT_BYTES
+ * of UTF-8, cut on a character.
+ */
 export function turnText(turn: Turn): string {
-  return capUtf8(turn.textParts.join(""), REPLY_TEXT_BYTES);
+  return turn.reply.text();
+}
+
+/** Whether all of the turn's message text was kept (none was cut or left uncounted). */
+export function wholeText(turn: Turn, text: string): boolean {
+  return text.length === turn.chars;
 }
 
 /** Everything streamed, for `decide`'s `output`: message characters plus other updates. */
@@ -228,10 +237,33 @@ export class Turns {
     const n = (this.#counters.get(start.sessionId) ?? 0) + 1;
     this.#counters.set(start.sessionId, n);
     const turn = newTurn(start, n);
-    this.#bySession.set(start.sessionId, turn);
-    this.#keys.set(start.sessionId, new TextEncoder().encode(start.sessionId));
-    this.#byRequest.set(idKey(start.requestId), turn);
+    this.#track(turn);
     return turn;
+  }
+
+  /**
+   * Starts a retry of an ended turn: a fresh state under the same number and request id,
+   * from a new start time and log snapshot.
+   */
+  retry(turn: Turn, startedAt: number, snapshot: Snapshot): Turn {
+    const fresh = newTurn({
+      sessionId: turn.sessionId,
+      requestId: turn.requestId,
+      promptLine: turn.promptLine,
+      promptMeta: turn.promptMeta,
+      startedAt,
+      snapshot,
+      trackToolCalls: turn.trackToolCalls,
+      keepText: turn.keepText,
+    }, turn.turn);
+    this.#track(fresh);
+    return fresh;
+  }
+
+  #track(turn: Turn): void {
+    this.#bySession.set(turn.sessionId, turn);
+    this.#keys.set(turn.sessionId, new TextEncoder().encode(turn.sessionId));
+    this.#byRequest.set(idKey(turn.requestId), turn);
   }
 
   /** The turn running in a session (the newest, should a client overlap prompts). */

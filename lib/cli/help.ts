@@ -12,7 +12,8 @@ Usage:
                    [--retry-max-wait S] -- CMD [ARGS...]
   turnguard proxy  [--agent NAME] [--config PATH] [--outcome-file PATH] [--turn-timeout S]
                    [--rewrite-errors] [--max-line-bytes N] [--grace S] [--verbose]
-                   [--publish-fallback] [--var NAME=VALUE]... -- AGENT_CMD [ARGS...]
+                   [--publish-fallback] [--var NAME=VALUE]... [--journal PATH]
+                   [--name NAME] [--retries N] [--retry-max-wait S] -- AGENT_CMD [ARGS...]
   turnguard schema
   turnguard wait   [NAME|SESSION] [--print | --json] [--timeout S] [--journal PATH]
   turnguard log    [NAME|SESSION] [--limit N] [--json] [--journal PATH]

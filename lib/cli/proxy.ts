@@ -1,14 +1,19 @@
-/** `turnguard proxy`: the command-line shell around lib/proxy.ts. */
+/**
+ * `turnguard proxy`: the command-line shell around lib/proxy.ts. Journals the turns when
+ * asked to and, with `--retries`, retries a retryable failure nothing reached the client of.
+ */
 import { resolve } from "node:path";
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { UsageError } from "../errors.ts";
 import type { Outcome } from "../outcome.ts";
 import { openOutcomeFile } from "../outcome_file.ts";
-import { DEFAULT_GRACE_MS, runProxy } from "../proxy.ts";
+import { DEFAULT_GRACE_MS, runProxy, type TurnHooks } from "../proxy.ts";
+import { composeHooks, journalHooks, type RetryExecutor } from "../proxy_journal.ts";
 import { PUBLISH_OPTIONS } from "../publish/flags.ts";
 import { proxyPublishHooks } from "../publish/hooks.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
+import { JOURNAL_OPTIONS, type JournalFlagValues, turnJournaling } from "./journal_flags.ts";
 
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
@@ -21,6 +26,7 @@ export const PROXY_OPTIONS = {
   grace: { type: "string" },
   verbose: { type: "boolean", short: "v" },
   ...PUBLISH_OPTIONS,
+  ...JOURNAL_OPTIONS,
 } satisfies OptionSpec;
 
 /** Parses `--max-line-bytes`: a whole number of bytes, at least 1. */
@@ -50,7 +56,13 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
-  const hooks = proxyPublishHooks({ values, profile, detectors: registry.detectors, env, cwd });
+  const publish = proxyPublishHooks({ values, profile, detectors: registry.detectors, env, cwd });
+  const warn = (line: string) => void process.stderr.write(line + "\n");
+  // Like `run`, every proxy journals its turns (`--journal`, `$TURNGUARD_JOURNAL`, else the
+  // XDG state directory), so `turnguard wait` finds any session without extra flags.
+  const journaling = turnJournaling(values, env, cwd, profile.name, warn);
+  const hooks = (retries: RetryExecutor): TurnHooks =>
+    composeHooks(publish, journalHooks(journaling.recorder, profile.name, retries));
   const outcomes = values["outcome-file"]
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
     : null;
@@ -81,7 +93,10 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       rewriteErrors: values["rewrite-errors"] === true,
       onOutcome: appendOutcome,
       verbose: values.verbose === true,
+      // The journal reads every turn's reply (`wait --print`), so the text is always kept.
       hooks,
+      keepReplyText: true,
+      retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,
     });
     if (result.spawnError) process.stderr.write(`turnguard: proxy: ${result.spawnError}\n`);
     return result.exitCode;
