@@ -13,7 +13,7 @@ import { PUBLISH_OPTIONS } from "../publish/flags.ts";
 import { proxyPublishHooks } from "../publish/hooks.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
-import { JOURNAL_OPTIONS, type JournalFlagValues, turnJournaling } from "./journal_flags.ts";
+import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
