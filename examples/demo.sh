@@ -22,6 +22,10 @@ say '$ turnguard run --outcome-json -- agy --print "say hi"'
 "$bin" run --outcome-json -- "$agent" --print "say hi"
 echo "(exit $?)"
 
+say '$ turnguard wait --print          # what a coordinator asks afterwards: the failed turn, not an old reply'
+"$bin" wait --print
+echo "(exit $?)"
+
 say '$ FAKE_AGY=ok turnguard run -- agy --print "say hi"   # a healthy turn passes through'
 FAKE_AGY=ok "$bin" run -- "$agent" --print "say hi"
 echo "(exit $?)"
