@@ -4,29 +4,24 @@
  * on stderr and a distinct exit code.
  */
 import { EXIT, TurnguardError } from "./lib/errors.ts";
-import { runCommand } from "./lib/cli/run.ts";
-import { proxyCommand } from "./lib/cli/proxy.ts";
-import { schemaCommand } from "./lib/cli/schema.ts";
-import { waitCommand } from "./lib/cli/wait.ts";
-import { logCommand } from "./lib/cli/log.ts";
-import { retryCommand } from "./lib/cli/retry.ts";
-import { scanCommand } from "./lib/cli/scan.ts";
-import { checkCommand } from "./lib/cli/check.ts";
-import { explainCommand } from "./lib/cli/explain.ts";
 import { HELP, VERSION } from "./lib/cli/help.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
-const COMMANDS: Record<string, Command> = {
-  run: runCommand,
-  proxy: proxyCommand,
-  schema: schemaCommand,
-  wait: waitCommand,
-  log: logCommand,
-  retry: (argv) => retryCommand(argv),
-  scan: scanCommand,
-  check: checkCommand,
-  explain: explainCommand,
+/**
+ * The subcommands, each loaded only when it runs: `turnguard run` in a shell loop should
+ * not pay for the proxy, the journal readers or the author tools at every start.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./lib/cli/run.ts")).runCommand,
+  proxy: async () => (await import("./lib/cli/proxy.ts")).proxyCommand,
+  schema: async () => (await import("./lib/cli/schema.ts")).schemaCommand,
+  wait: async () => (await import("./lib/cli/wait.ts")).waitCommand,
+  log: async () => (await import("./lib/cli/log.ts")).logCommand,
+  retry: async () => (await import("./lib/cli/retry.ts")).retryCommand,
+  scan: async () => (await import("./lib/cli/scan.ts")).scanCommand,
+  check: async () => (await import("./lib/cli/check.ts")).checkCommand,
+  explain: async () => (await import("./lib/cli/explain.ts")).explainCommand,
 };
 
 /** Runs turnguard with `argv` (without the program name) and returns the exit code. */
@@ -45,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!command) {
       throw new TurnguardError(`unknown command "${name}" (see turnguard --help)`, EXIT.usage);
     }
-    return await command(rest);
+    return await (await command())(rest);
   } catch (err) {
     if (err instanceof TurnguardError) {
       process.stderr.write(`turnguard: ${err.message}\n`);
