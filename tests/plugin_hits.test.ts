@@ -12,7 +12,7 @@ import { tryMatch } from "../lib/anchors.ts";
 import { OutcomeSchema } from "../lib/outcome.ts";
 import { AnchorSchema } from "../lib/plugin.ts";
 import { loadCodePlugins } from "../lib/plugins.ts";
-import { FAKE_AGY, turnguard } from "./helpers/cli.ts";
+import { FAKE_AGY, homeEnv, turnguard } from "./helpers/cli.ts";
 
 let home: string;
 beforeAll(() => {
@@ -115,13 +115,7 @@ describe("a turn whose code plugin gives a bad retry hint", () => {
         "--print",
         "hi",
       ], {
-        env: {
-          HOME: home,
-          XDG_CONFIG_HOME: join(home, ".config"),
-          XDG_STATE_HOME: join(home, ".state"),
-          TURNGUARD_CONFIG: undefined,
-          TURNGUARD_JOURNAL: undefined,
-        },
+        env: homeEnv(home),
         cwd: home,
       });
       expect(r.code).toBe(1);

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { OutcomeSchema } from "../lib/outcome.ts";
 import { ensureBinary } from "./helpers/binary.ts";
-import { FAKE_AGY, ROOT, runProcess } from "./helpers/cli.ts";
+import { FAKE_AGY, homeEnv, ROOT, runProcess } from "./helpers/cli.ts";
 
 let bin: string;
 let home: string;
@@ -21,13 +21,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-const env = () => ({
-  HOME: home,
-  XDG_CONFIG_HOME: join(home, ".config"),
-  XDG_STATE_HOME: join(home, ".state"),
-  TURNGUARD_CONFIG: undefined,
-  TURNGUARD_JOURNAL: undefined,
-});
+const env = () => homeEnv(home);
 const tg = (args: string[], cwd = home) => runProcess([bin, ...args], { env: env(), cwd });
 
 /** Writes files into a fresh directory and returns its path. */

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { OutcomeSchema } from "../lib/outcome.ts";
 import { spawn } from "node:child_process";
-import { BUN, FAKE_AGY, MAIN, turnguard } from "./helpers/cli.ts";
+import { BUN, FAKE_AGY, homeEnv, MAIN, turnguard } from "./helpers/cli.ts";
 
 let home: string;
 beforeEach(() => {
@@ -21,14 +21,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(home, { recursive: true, force: true }));
 
-const env = (extra: Record<string, string> = {}) => ({
-  HOME: home,
-  XDG_CONFIG_HOME: join(home, ".config"),
-  XDG_STATE_HOME: join(home, ".state"),
-  TURNGUARD_CONFIG: undefined,
-  TURNGUARD_JOURNAL: undefined,
-  ...extra,
-});
+const env = (extra: Record<string, string> = {}) => homeEnv(home, extra);
 const QUOTA_LINE =
   "turnguard: agy failed (quota): agent executor error: model unreachable: RESOURCE_EXHAUSTED (code 429): Individual quota reached. Please upgrade your subscription to increase your limits. Resets in 40h52m46s. — retry in 40h52m\n";
 

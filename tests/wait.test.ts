@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { JournalReader, type JournalRecord, JournalWriter, readJournal } from "../lib/journal.ts";
 import type { Outcome } from "../lib/outcome.ts";
 import { emptyState, findSession, foldRecords, latestTurn, verdict } from "../lib/turn_state.ts";
-import { BUN, FAKE_AGY, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
+import { BUN, FAKE_AGY, homeEnv, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
 
 const FLAKY = join(ROOT, "tests", "fixtures", "retry", "flaky-agent");
 const CAPACITY_CAUSE =
@@ -19,15 +19,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(home, { recursive: true, force: true }));
 
-const env = (extra: Record<string, string> = {}) => ({
-  HOME: home,
-  XDG_CONFIG_HOME: join(home, ".config"),
-  XDG_STATE_HOME: join(home, ".state"),
-  TURNGUARD_CONFIG: undefined,
-  TURNGUARD_JOURNAL: journal,
-  FLAKY_COUNTER: join(home, "counter"),
-  ...extra,
-});
+const env = (extra: Record<string, string> = {}) =>
+  homeEnv(home, { TURNGUARD_JOURNAL: journal, FLAKY_COUNTER: join(home, "counter"), ...extra });
 
 /** Polls until `check` holds (a condition on files another process writes). */
 async function until(check: () => boolean, what: string): Promise<void> {

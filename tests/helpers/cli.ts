@@ -48,3 +48,21 @@ export function runProcess(argv: string[], opts: CliOptions = {}): Promise<Finis
     opts.onSpawn?.(child);
   });
 }
+
+/**
+ * An environment that keeps turnguard inside `home`: its config, state and journal, and
+ * no TURNGUARD_* setting of the machine running the tests.
+ */
+export function homeEnv(
+  home: string,
+  extra: Record<string, string | undefined> = {},
+): Record<string, string | undefined> {
+  return {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, ".config"),
+    XDG_STATE_HOME: join(home, ".state"),
+    TURNGUARD_CONFIG: undefined,
+    TURNGUARD_JOURNAL: undefined,
+    ...extra,
+  };
+}
