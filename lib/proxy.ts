@@ -10,8 +10,18 @@ import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { errorText } from "./anchors.ts";
-import { concludeTurn, exitMessage, type TurnEnd } from "./acp/conclude.ts";
-import { encodeLine, idKey, type Message, parseMessage, sessionIdOf } from "./acp/jsonrpc.ts";
+import { concludeTurn, type Conclusion, exitMessage, type TurnEnd } from "./acp/conclude.ts";
+import {
+  encodeLine,
+  encodeResponse,
+  idKey,
+  type JsonRpcId,
+  type Message,
+  parseBatch,
+  parseMessage,
+  sessionIdOf,
+  startsArray,
+} from "./acp/jsonrpc.ts";
 import {
   DEFAULT_INSPECT_LIMIT,
   joinBytes,
@@ -21,8 +31,16 @@ import {
 } from "./acp/lines.ts";
 import { LineOutput } from "./acp/output.ts";
 import { peekUpdate } from "./acp/peek.ts";
+import {
+  idOfLexeme,
+  isRequestPrefix,
+  isResponsePrefix,
+  PREFIX_BYTES,
+  type PrefixScan,
+  scanPrefix,
+} from "./acp/prefix.ts";
 import type { TextKeeping } from "./acp/reply_text.ts";
-import { errorResponse } from "./acp/rewrite.ts";
+import { crashData, errorResponse } from "./acp/rewrite.ts";
 import { PendingRequests } from "./acp/tracker.ts";
 import {
   observeUninspected,
@@ -146,6 +164,8 @@ function asBuffer(bytes: Uint8Array): Buffer {
 /** A turn being cut short for silence: cancel sent, waiting for the grace period. */
 interface Expiry {
   timer: ReturnType<typeof setTimeout>;
+  /** How long the turn had been silent when it was cancelled. */
+  silentMs: number;
 }
 
 /** A failed turn whose retry waits: the client's request stays unanswered meanwhile. */
@@ -156,6 +176,43 @@ interface WaitingRetry {
   /** The failed attempt's response, sent to the client if the retry never runs. */
   response: Uint8Array | null;
 }
+
+/** A line too long to inspect, while it passes: its first bytes, and what they tell. */
+interface LongLine {
+  prefix: Uint8Array[];
+  bytes: number;
+  /** Set once PREFIX_BYTES (or the whole line) came. */
+  scan: PrefixScan | null;
+  /** The turn whose output it is (agent lines), once known. */
+  turn: Turn | undefined;
+}
+
+/** Keeps a long line's piece up to PREFIX_BYTES; true when the prefix is complete now. */
+function keepPrefix(long: LongLine, piece: Uint8Array, end: boolean): boolean {
+  if (long.scan !== null) return false;
+  const room = PREFIX_BYTES - long.bytes;
+  if (room > 0) {
+    const part = piece.subarray(0, room).slice();
+    long.prefix.push(part);
+    long.bytes += part.length;
+  }
+  return end || long.bytes >= PREFIX_BYTES;
+}
+
+function scanLong(long: LongLine): string {
+  const text = decoder.decode(joinBytes(long.prefix, long.bytes));
+  long.scan = scanPrefix(text);
+  long.prefix = [];
+  return text;
+}
+
+/** The id lexeme a request line writes (looked for in its first bytes). */
+function idLexemeOf(line: Uint8Array, id: JsonRpcId): string {
+  const lexeme = scanPrefix(decoder.decode(line.subarray(0, PREFIX_BYTES))).idLexeme;
+  return lexeme !== null && idOfLexeme(lexeme) === id ? lexeme : JSON.stringify(id);
+}
+
+const newLong = (): LongLine => ({ prefix: [], bytes: 0, scan: null, turn: undefined });
 
 /** A turn's key among waiting retries: session and turn number. */
 const retryKey = (turn: Turn) => `${turn.sessionId}\n${turn.turn}`;
@@ -219,8 +276,11 @@ class Proxy {
   #ticker: ReturnType<typeof setInterval> | null = null;
   #eofTimers: ReturnType<typeof setTimeout>[] = [];
   #agentGone = false;
-  #agentOversize = false;
-  #clientOversize = false;
+  /** The agent's / the client's line too long to inspect, while it passes. */
+  #agentLong: LongLine | null = null;
+  #clientLong: LongLine | null = null;
+  /** Turns whose response already went to the client unread: they cannot be retried. */
+  readonly #forwarded = new WeakSet<Turn>();
 
   constructor(opts: ProxyOptions, child: ChildProcess) {
     this.#opts = opts;
@@ -283,7 +343,7 @@ class Proxy {
         chunk,
         this.#toAgent,
         (line) => this.#fromClientLine(line),
-        (_piece, end) => this.#clientPassing(end),
+        (piece, end) => this.#clientPassing(piece, end),
       );
     const onClientEnd = () => void this.#clientClosed();
     input.on("data", onClientData);
@@ -387,32 +447,90 @@ class Proxy {
   }
 
   /**
-   * A piece of an agent line too long to inspect. Its first bytes may name the session;
-   * otherwise every running turn counts it, so none is taken for an empty one.
+   * A piece of an agent line too long to inspect. Its first PREFIX_BYTES tell its kind:
+   * a response ends its request (unread); other lines count as output of the turn of the
+   * session they name, or of the only running turn when they name none.
    */
   #agentPassing(piece: Uint8Array, end: boolean): void {
-    const first = !this.#agentOversize;
-    this.#agentOversize = !end;
-    if (this.#turns.size === 0) return;
+    const long = this.#agentLong ??= newLong();
     const now = this.#now();
-    if (!first) {
-      for (const turn of this.#turns.all()) turn.lastActivityAt = now;
+    if (keepPrefix(long, piece, end)) {
+      const text = scanLong(long);
+      const scan = long.scan!;
+      this.#log(`an agent line longer than the inspection limit is passing through unread`);
+      if (isRequestPrefix(scan)) {
+        const id = idOfLexeme(scan.idLexeme!);
+        this.#agentPending.add(id, scan.method!, sessionIdInPrefix(text), scan.idLexeme!);
+      }
+      if (!isResponsePrefix(scan) && this.#turns.size > 0) {
+        const sessionId = sessionIdInPrefix(text);
+        long.turn = sessionId !== null
+          ? this.#turns.forSession(sessionId)
+          : this.#turns.size === 1
+          ? this.#turns.all()[0]
+          : undefined;
+        if (long.turn) observeUninspected(long.turn, now);
+      }
+    } else if (long.turn) {
+      long.turn.lastActivityAt = now;
+    }
+    if (!end) return;
+    this.#agentLong = null;
+    if (isResponsePrefix(long.scan!)) this.#longResponse(long.scan!, now);
+  }
+
+  /**
+   * The agent answered a client request with a line too long to inspect; it went through
+   * as it is. Its request is no longer pending, and a turn it answers ends (not rewritten).
+   */
+  #longResponse(scan: PrefixScan, now: number): void {
+    const id = idOfLexeme(scan.idLexeme!);
+    const request = this.#clientPending.take(id);
+    if (!request) return;
+    if (request.answered) {
+      this.#log(
+        `the agent's late response to request ${
+          idKey(id)
+        } was longer than the inspection limit; it went through unread`,
+      );
       return;
     }
-    const sessionId = sessionIdInPrefix(decoder.decode(piece.subarray(0, 4096)));
-    const own = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
-    for (const turn of own ? [own] : this.#turns.all()) observeUninspected(turn, now);
-    this.#log(`an agent line longer than the inspection limit is passing through unread`);
+    const turn = this.#turns.forRequest(id);
+    if (!turn) return;
+    this.#turns.end(turn);
+    const expiry = this.#expiring.get(turn);
+    if (expiry) clearTimeout(expiry.timer), this.#expiring.delete(turn);
+    const note =
+      "the agent's response was longer than the inspection limit: forwarded unread, not rewritten";
+    const end: TurnEnd = scan.keys.has("error")
+      ? { kind: "error", error: { code: null, message: note }, response: {} }
+      : { kind: "result", result: {}, response: {} };
+    const { outcome } = this.#conclude(turn, end, now);
+    this.#forwarded.add(turn);
+    this.#record({ ...outcome, diagnostics: [...outcome.diagnostics, note] }, turn);
   }
 
   // ---------------------------------------------------------------- client → agent
 
-  /** A piece of a client line too long to inspect: a request in it is not tracked. */
-  #clientPassing(end: boolean): void {
-    if (!this.#clientOversize) {
+  /**
+   * A piece of a client line too long to inspect: a request whose id and method are in
+   * its first PREFIX_BYTES is tracked (as a plain request, never a turn); a response ends
+   * the agent's request.
+   */
+  #clientPassing(piece: Uint8Array, end: boolean): void {
+    const long = this.#clientLong ??= newLong();
+    if (keepPrefix(long, piece, end)) {
+      const text = scanLong(long);
+      const scan = long.scan!;
       this.#log("a client line longer than the inspection limit is passing through unread");
+      if (isRequestPrefix(scan)) {
+        const id = idOfLexeme(scan.idLexeme!);
+        this.#clientPending.add(id, scan.method!, sessionIdInPrefix(text), scan.idLexeme!);
+      } else if (isResponsePrefix(scan)) {
+        this.#clientAnswered(idOfLexeme(scan.idLexeme!), this.#now());
+      }
     }
-    this.#clientOversize = !end;
+    if (end) this.#clientLong = null;
   }
 
   #fromClientLine(line: Uint8Array): Verdict {
@@ -420,29 +538,30 @@ class Proxy {
     // while the agent waits on the client.
     if (this.#agentPending.size === 0 && asBuffer(line).indexOf(METHOD_KEY) === -1) return PASS;
     const message = parseMessage(line);
-    if (!message) return PASS;
+    if (!message) {
+      if (startsArray(line)) this.#clientBatch(line);
+      return PASS;
+    }
     const now = this.#now();
     switch (message.kind) {
       case "request": {
         const sessionId = sessionIdOf(message.params);
-        this.#clientPending.add(message.id, message.method, sessionId);
+        const lexeme = idLexemeOf(line, message.id);
+        this.#clientPending.add(message.id, message.method, sessionId, lexeme);
         if (message.method === "session/prompt" && sessionId !== null) {
-          this.#startTurn(message, sessionId, line, now);
+          this.#stopSessionRetries(sessionId, "a new prompt came in the session");
+          this.#startTurn(message, sessionId, line, lexeme, now);
         }
         return PASS;
       }
       case "notification": {
         if (message.method === "session/cancel") {
           const sessionId = sessionIdOf(message.params);
+          if (sessionId !== null) this.#stopSessionRetries(sessionId, "the client cancelled");
           const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
           if (turn) {
             turn.cancelled = true;
             this.#log(`session ${turn.sessionId} turn ${turn.turn}: cancelled by the client`);
-          } else if (sessionId !== null) {
-            for (const waiting of [...this.#retrying.values()]) {
-              if (waiting.turn.sessionId !== sessionId) continue;
-              this.#stopRetry(waiting, "the client cancelled");
-            }
           }
         }
         return PASS;
@@ -450,25 +569,57 @@ class Proxy {
       default: {
         // The client answered one of the agent's requests (e.g. a permission prompt):
         // the silence clock of that session starts again now.
-        if (message.id === null) return PASS;
-        const request = this.#agentPending.take(message.id);
-        const turn = request?.sessionId ? this.#turns.forSession(request.sessionId) : undefined;
-        if (turn) turn.lastActivityAt = now;
+        if (message.id !== null) this.#clientAnswered(message.id, now);
         return PASS;
       }
     }
+  }
+
+  /**
+   * A batch from the client: its requests are tracked (a `session/prompt` among them as a
+   * plain request, not a turn), its responses answer the agent's requests.
+   */
+  #clientBatch(line: Uint8Array): void {
+    const now = this.#now();
+    for (const message of parseBatch(line) ?? []) {
+      if (message.kind === "request") {
+        this.#clientPending.add(message.id, message.method, sessionIdOf(message.params));
+      } else if (message.kind !== "notification" && message.id !== null) {
+        this.#clientAnswered(message.id, now);
+      }
+    }
+  }
+
+  /** A batch from the agent: its responses answer the client's requests. */
+  #agentBatch(line: Uint8Array): void {
+    for (const message of parseBatch(line) ?? []) {
+      if (message.kind === "request") {
+        this.#agentPending.add(message.id, message.method, sessionIdOf(message.params));
+      } else if (message.kind !== "notification" && message.id !== null) {
+        if (!this.#turns.forRequest(message.id)) this.#clientPending.take(message.id);
+      }
+    }
+  }
+
+  /** The client answered the agent's request `id`. */
+  #clientAnswered(id: JsonRpcId, now: number): void {
+    const request = this.#agentPending.take(id);
+    const turn = request?.sessionId ? this.#turns.forSession(request.sessionId) : undefined;
+    if (turn) turn.lastActivityAt = now;
   }
 
   #startTurn(
     message: Extract<Message, { kind: "request" }>,
     sessionId: string,
     line: Uint8Array,
+    requestIdLexeme: string,
     now: number,
   ) {
     const params = message.params as Record<string, unknown>;
     const turn = this.#turns.start({
       sessionId,
       requestId: message.id,
+      requestIdLexeme,
       promptLine: line.slice(),
       promptMeta: params._meta,
       startedAt: now,
@@ -500,7 +651,10 @@ class Proxy {
     }
     if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
     const message = parseMessage(line);
-    if (!message) return PASS;
+    if (!message) {
+      if (startsArray(line)) this.#agentBatch(line);
+      return PASS;
+    }
     const now = this.#now();
     switch (message.kind) {
       case "notification": {
@@ -545,7 +699,7 @@ class Proxy {
     if (expiry) {
       clearTimeout(expiry.timer);
       this.#expiring.delete(turn);
-      end = { kind: "timeout", silentMs: this.#opts.turnTimeoutMs! };
+      end = { kind: "timeout", silentMs: expiry.silentMs };
     } else if (message.kind === "result") {
       end = { kind: "result", result: message.result, response: message.raw };
     } else {
@@ -562,31 +716,9 @@ class Proxy {
    * whether the retry runs: see `#scheduleRetry`).
    */
   #finishTurn(turn: Turn, end: TurnEnd, line: Uint8Array | null, now: number): Verdict {
-    const opts = this.#opts;
-    // One code plugin budget for everything that decides the turn (anchors on the agent's
-    // error, the log scan, the reply's failure text).
-    const conclusion = withPluginBudget(() =>
-      concludeTurn({
-        turn,
-        end,
-        agent: opts.profile.name,
-        anchors: opts.anchors,
-        endedAt: now,
-        rewriteErrors: opts.rewriteErrors === true,
-        scanLogs: () =>
-          findLogCause({
-            snapshot: turn.snapshot,
-            spawnedAt: turn.startedAt,
-            pid: this.#child.pid ?? null,
-            profile: opts.profile,
-            anchors: opts.anchors,
-            now,
-            fs: opts.fs,
-          }),
-      })
-    );
+    const conclusion = this.#conclude(turn, end, now);
     const bytes = conclusion.response
-      ? encodeLine(conclusion.response, line ? lineEnding(line) : "\n")
+      ? encodeResponse(conclusion.response, turn.requestIdLexeme, line ? lineEnding(line) : "\n")
       : line;
     const hook = this.#hooks.beforeRespond;
     if (!hook) {
@@ -611,6 +743,33 @@ class Proxy {
     return { later };
   }
 
+  /** Decides the turn: its Outcome and the response turnguard sends instead, if any. */
+  #conclude(turn: Turn, end: TurnEnd, now: number): Conclusion {
+    const opts = this.#opts;
+    // One code plugin budget for everything that decides the turn (anchors on the agent's
+    // error, the log scan, the reply's failure text).
+    return withPluginBudget(() =>
+      concludeTurn({
+        turn,
+        end,
+        agent: opts.profile.name,
+        anchors: opts.anchors,
+        endedAt: now,
+        rewriteErrors: opts.rewriteErrors === true,
+        scanLogs: () =>
+          findLogCause({
+            snapshot: turn.snapshot,
+            spawnedAt: turn.startedAt,
+            pid: this.#child.pid ?? null,
+            profile: opts.profile,
+            anchors: opts.anchors,
+            now,
+            fs: opts.fs,
+          }),
+      })
+    );
+  }
+
   // ---------------------------------------------------------------- retries
 
   /**
@@ -628,11 +787,14 @@ class Proxy {
   /** RetryExecutor: the failed attempt's response is held; the prompt goes again later. */
   #scheduleRetry(turn: Turn, decision: ScheduledRetry, run: RetryRun): void {
     const what = `retry ${decision.attempt} of ${decision.of}`;
-    const gone = this.#agentGone
+    let gone = this.#agentGone
       ? "the agent exited"
       : this.#clientGone
       ? "the client closed its input"
       : null;
+    if (gone === null && this.#forwarded.has(turn)) {
+      gone = "the agent's response already went to the client";
+    }
     if (gone !== null) {
       run.stop(`${what} was stopped before it ran (${gone})`);
       return;
@@ -701,6 +863,13 @@ class Proxy {
     if (waiting.response) this.#toClient.inject(waiting.response);
   }
 
+  /** Stops the waiting retries of one session (the client cancelled or prompted again). */
+  #stopSessionRetries(sessionId: string, why: string): void {
+    for (const waiting of [...this.#retrying.values()]) {
+      if (waiting.turn.sessionId === sessionId) this.#stopRetry(waiting, why);
+    }
+  }
+
   /** Stops every waiting retry (the agent or the client is gone). */
   #stopRetries(why: string): void {
     for (const waiting of [...this.#retrying.values()]) this.#stopRetry(waiting, why);
@@ -759,8 +928,10 @@ class Proxy {
         );
         continue;
       }
-      const data = { status: "failed", category: "crash", message, code, retry: null };
-      this.#toClient.inject(encodeLine(errorResponse(request.id, message, data), "\n"));
+      const data = crashData(message, code);
+      this.#toClient.inject(
+        encodeResponse(errorResponse(request.id, message, data), request.idLexeme, "\n"),
+      );
     }
   }
 
@@ -780,11 +951,10 @@ class Proxy {
         turn.lastActivityAt = now;
         continue;
       }
-      if (now - turn.lastActivityAt < timeoutMs) continue;
+      const silentMs = now - turn.lastActivityAt;
+      if (silentMs < timeoutMs) continue;
       this.#log(
-        `session ${turn.sessionId} turn ${turn.turn}: silent for ${
-          now - turn.lastActivityAt
-        } ms; sending session/cancel`,
+        `session ${turn.sessionId} turn ${turn.turn}: silent for ${silentMs} ms; sending session/cancel`,
       );
       const cancel = {
         jsonrpc: "2.0",
@@ -792,20 +962,20 @@ class Proxy {
         params: { sessionId: turn.sessionId },
       };
       this.#toAgent.inject(encodeLine(cancel, "\n"));
-      const timer = setTimeout(() => this.#expire(turn, timeoutMs), this.#grace());
-      this.#expiring.set(turn, { timer });
+      const timer = setTimeout(() => this.#expire(turn, silentMs), this.#grace());
+      this.#expiring.set(turn, { timer, silentMs });
     }
   }
 
   /** The grace after a timeout's cancel is over: answer the client now. */
-  #expire(turn: Turn, timeoutMs: number): void {
+  #expire(turn: Turn, silentMs: number): void {
     this.#expiring.delete(turn);
     if (this.#turns.forRequest(turn.requestId) !== turn) return;
     this.#turns.end(turn);
     const request = this.#clientPending.get(turn.requestId);
     if (request) request.answered = true;
     this.#inject(
-      this.#finishTurn(turn, { kind: "timeout", silentMs: timeoutMs }, null, this.#now()),
+      this.#finishTurn(turn, { kind: "timeout", silentMs }, null, this.#now()),
     );
   }
 
@@ -817,7 +987,8 @@ class Proxy {
 
   /** The client closed stdin: close the agent's, then TERM and KILL it if it lingers. */
   async #clientClosed(): Promise<void> {
-    if (this.#agentGone) return;
+    // An `error` may be followed by `end`: the input closes once.
+    if (this.#agentGone || this.#clientGone) return;
     this.#fromClient.end((segment) =>
       this.#route(segment, this.#toAgent, (l) => this.#fromClientLine(l))
     );

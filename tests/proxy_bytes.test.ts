@@ -164,6 +164,7 @@ function randomStream(seed: number, bigLines: number): Buffer {
           { jsonrpc: "2.0", id: `batch-${i}`, method: "session/prompt", params: { sessionId } },
           { jsonrpc: "2.0", method: "session/update" },
         ]);
+        open.push({ id: `batch-${i}`, result: null });
         break;
       case 13:
         // Spaced-out JSON, keys in another order.

@@ -8,7 +8,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
 import type { Outcome } from "../lib/outcome.ts";
-import { runProxy, type TurnHooks } from "../lib/proxy.ts";
+import { type ProxyOptions, runProxy, type TurnHooks } from "../lib/proxy.ts";
 import type { Turn } from "../lib/acp/turns.ts";
 import {
   AGENT,
@@ -46,7 +46,7 @@ function rawClient() {
   return { input, output, received, send, answer };
 }
 
-function start(hooks: TurnHooks) {
+function start(hooks: TurnHooks, extra: Partial<ProxyOptions> = {}) {
   const s = scratch();
   const client = rawClient();
   const outcomes: Outcome[] = [];
@@ -62,6 +62,7 @@ function start(hooks: TurnHooks) {
     onOutcome: (o) => outcomes.push(o),
     hooks,
     forwardSignals: false,
+    ...extra,
   });
   return { client, outcomes, result };
 }
@@ -188,5 +189,44 @@ describe("outcome file", () => {
     const outcomes = readOutcomes(s.outcomes);
     expect(outcomes.length).toBe(12);
     expect(new Set(outcomes.map((o) => o.reply.chars))).toEqual(new Set([25_000]));
+  });
+});
+
+describe("--turn-timeout", () => {
+  test("the error says how long the turn was really silent", async () => {
+    let clock = 1_000_000;
+    const { client, outcomes, result } = start({}, {
+      now: () => clock,
+      turnTimeoutMs: 100,
+      graceMs: 50,
+    });
+    await openSession(client);
+    client.send(promptOf(2, "silent"));
+    while (outcomes.length === 0 && clock < 1_000_000 + 7000) {
+      await new Promise((r) => setTimeout(r, 30));
+      if (clock === 1_000_000) clock += 7000; // the turn has started by now (or soon)
+    }
+    const { message } = await client.answer(2);
+    const text = "turn timed out: the agent streamed nothing for 7s";
+    expect((message.error as { message: string }).message).toBe(text);
+    client.input.end();
+    await result;
+    expect(outcomes.map((o) => o.error?.message)).toEqual([text]);
+  });
+});
+
+describe("the client's input", () => {
+  test("an error then the end close the agent's input once", async () => {
+    const stderr = new PassThrough();
+    let log = "";
+    stderr.on("data", (c: Uint8Array) => log += new TextDecoder().decode(c));
+    const { client, result } = start({}, { stderr, verbose: true });
+    await openSession(client);
+    client.input.emit("error", new Error("read failed"));
+    client.input.end();
+    await result;
+    expect(log.split("\n").filter((l) => l.includes("the client closed its input"))).toEqual([
+      "turnguard: the client closed its input; closed the agent's",
+    ]);
   });
 });

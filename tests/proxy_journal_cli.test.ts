@@ -299,4 +299,25 @@ describe("proxy retries", () => {
       reason: "retry 1 of 1 was stopped before it ran (the client cancelled)",
     });
   });
+
+  test("a new prompt in the session stops a waiting retry first", async () => {
+    const s = scratch();
+    const p = proxy(s, ["--retries", "1"]);
+    const c = rawClient(p);
+    const sessionId = await c.open();
+    const first = c.prompt(sessionId, "flaky 1 slow never");
+    await journaled(s, "retry_scheduled");
+    const second = c.prompt(sessionId, "echo hello");
+    expect((await first.response).error).toMatchObject({ code: 503 });
+    expect((await second.response).result).toEqual({ stopReason: "end_turn" });
+    p.child.stdin!.end();
+    await p.exited;
+    expect([c.responsesTo(first.id).length, c.responsesTo(second.id).length]).toEqual([1, 1]);
+    const settled = readJournal(journalOf(s)).records.find((r) => r.event === "retry_settled");
+    expect(settled).toMatchObject({
+      turn: 1,
+      why: "stopped",
+      reason: "retry 1 of 1 was stopped before it ran (a new prompt came in the session)",
+    });
+  });
 });

@@ -2,6 +2,7 @@
  * The proxy's functional core, table-tested: line splitting, message reading, request
  * tracking, turn state, error classification, rewrites and the end-of-turn decision.
  */
+import { isRetryable, retryReason } from "../lib/classify.ts";
 import { describe, expect, test } from "bun:test";
 import { PassThrough } from "node:stream";
 import { compileAnchor, DeclarativeAnchorSchema } from "../lib/anchors.ts";
@@ -859,6 +860,12 @@ describe("concludeTurn", () => {
     }]);
     expect(crash.response).toMatchObject({
       error: { code: -32603, message: "agent exited with status 2: boom" },
+    });
+    expect(crash.outcome.retry).toEqual({
+      retryable: isRetryable("crash", null),
+      reason: retryReason("crash", null),
+      afterMs: null,
+      at: null,
     });
     const known = conclude(turn(), end, logCause);
     expect([known.outcome.error?.category, known.outcome.error?.message]).toEqual([

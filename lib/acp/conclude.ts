@@ -107,7 +107,15 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     logCause = scanned.cause;
   }
   if (agentError && end.kind === "exit" && agentError.error.category === "unknown" && !logCause) {
-    agentError = { ...agentError, error: { ...agentError.error, category: "crash" } };
+    const { afterMs } = agentError.retry;
+    agentError = {
+      error: { ...agentError.error, category: "crash" },
+      retry: {
+        ...agentError.retry,
+        retryable: isRetryable("crash", afterMs),
+        reason: retryReason("crash", afterMs),
+      },
+    };
   }
 
   let decision = decide({

@@ -38,6 +38,30 @@ export function parseMessage(line: Uint8Array): Message | null {
   return toMessage(value);
 }
 
+/**
+ * Reads a line holding a JSON-RPC batch (a JSON array): its messages, for tracking only
+ * (the line is still forwarded as its bytes); null when it is not an array.
+ */
+export function parseBatch(line: Uint8Array): Message[] | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(decoder.decode(line));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(value)) return null;
+  return value.map(toMessage).filter((m): m is Message => m !== null);
+}
+
+/** Whether a line's first byte that is not white space is `[`. */
+export function startsArray(line: Uint8Array): boolean {
+  for (const byte of line) {
+    if (byte === 0x5b) return true;
+    if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d && byte !== 0x0a) return false;
+  }
+  return false;
+}
+
 /** Classifies a parsed JSON value as a JSON-RPC message. */
 export function toMessage(value: unknown): Message | null {
   if (!isObject(value)) return null;
@@ -68,6 +92,20 @@ export function stringField(value: unknown, key: string): string | null {
 /** The `sessionId` a request's or notification's params name, if any. */
 export function sessionIdOf(params: unknown): string | null {
   return stringField(params, "sessionId");
+}
+
+/**
+ * Encodes a response as one line whose `id` is `idLexeme` written verbatim: the id as the
+ * request wrote it (a number beyond double precision, `1e0`, a string with escapes), so
+ * the peer matches it to its request.
+ */
+export function encodeResponse(message: JsonObject, idLexeme: string, ending: string): Uint8Array {
+  const { jsonrpc: _jsonrpc, id: _id, ...rest } = message;
+  const body = JSON.stringify(rest);
+  const members = body === "{}" ? "" : `,${body.slice(1, -1)}`;
+  return new TextEncoder().encode(
+    `{"jsonrpc":"2.0","id":${idLexeme}${members}}${ending || "\n"}`,
+  );
 }
 
 /** Encodes a message as one line with the given terminator. */

@@ -4,6 +4,7 @@
  * `error.data.turnguard`, and the errors that answer a prompt the agent cannot answer
  * (silent turn, dead agent). Pure: messages in, messages out.
  */
+import { isRetryable, retryReason } from "../classify.ts";
 import type { Outcome } from "../outcome.ts";
 import { isObject, type JsonObject, type JsonRpcId } from "./jsonrpc.ts";
 
@@ -13,8 +14,14 @@ export const INTERNAL_ERROR = -32603;
 /** What turnguard adds under `error.data.turnguard`: its reading of the turn. */
 export type TurnguardData = JsonObject;
 
-/** turnguard's reading of a failed turn, as clients receive it. */
-export function turnguardData(outcome: Outcome): TurnguardData {
+/** What `turnguardData` reads: an Outcome, or the same parts of a request's failure. */
+export type FailureFacts = Pick<Outcome, "status" | "error" | "retry" | "stopReason">;
+
+/**
+ * turnguard's reading of a failed turn (or request), as clients receive it: one shape for
+ * every response turnguard annotates or makes up.
+ */
+export function turnguardData(outcome: FailureFacts): TurnguardData {
   const data: TurnguardData = {
     status: outcome.status,
     category: outcome.error?.category ?? null,
@@ -26,6 +33,24 @@ export function turnguardData(outcome: Outcome): TurnguardData {
   if (outcome.error?.source) data.source = outcome.error.source;
   if (outcome.stopReason !== null) data.stopReason = outcome.stopReason;
   return data;
+}
+
+/**
+ * turnguard's reading of a request other than a prompt that the dead agent left
+ * unanswered: a crash, in the shape of a turn's (`turnguardData`).
+ */
+export function crashData(message: string, code: number | null): TurnguardData {
+  return turnguardData({
+    status: "failed",
+    error: { code, message, category: "crash", anchor: null, source: null },
+    retry: {
+      retryable: isRetryable("crash", null),
+      reason: retryReason("crash", null),
+      afterMs: null,
+      at: null,
+    },
+    stopReason: null,
+  });
 }
 
 /** A fresh error response: `{"jsonrpc":"2.0","id":..,"error":{code,message,data}}`. */

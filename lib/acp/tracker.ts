@@ -11,6 +11,8 @@ export interface PendingRequest {
   method: string;
   /** The session the request's params name, if any. */
   sessionId: string | null;
+  /** The id as the request wrote it, for responses turnguard builds (see `idLexeme`). */
+  idLexeme: string;
   /** turnguard already answered it (timeout): the peer's late response is dropped. */
   answered: boolean;
 }
@@ -21,9 +23,14 @@ export class PendingRequests {
   #perSession = new Map<string, number>();
 
   /** Records a request. A reused id replaces the older request. */
-  add(id: JsonRpcId, method: string, sessionId: string | null): PendingRequest {
+  add(
+    id: JsonRpcId,
+    method: string,
+    sessionId: string | null,
+    idLexeme: string = JSON.stringify(id),
+  ): PendingRequest {
     this.take(id);
-    const request: PendingRequest = { id, method, sessionId, answered: false };
+    const request: PendingRequest = { id, method, sessionId, idLexeme, answered: false };
     this.#byKey.set(idKey(id), request);
     if (sessionId !== null) {
       this.#perSession.set(sessionId, (this.#perSession.get(sessionId) ?? 0) + 1);

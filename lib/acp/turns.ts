@@ -26,6 +26,8 @@ export interface Turn {
   readonly turn: number;
   /** The client's `session/prompt` request id. */
   readonly requestId: JsonRpcId;
+  /** The request id as the client wrote it (for responses turnguard builds). */
+  readonly requestIdLexeme: string;
   /** The prompt request's bytes as the client sent them (a retry resends these). */
   readonly promptLine: Uint8Array;
   /** The prompt request's `params._meta`, if any. */
@@ -65,6 +67,8 @@ export interface Turn {
 export interface TurnStart {
   sessionId: string;
   requestId: JsonRpcId;
+  /** The request id as written; default: as JSON encodes it. */
+  requestIdLexeme?: string;
   promptLine: Uint8Array;
   promptMeta: unknown;
   startedAt: number;
@@ -82,6 +86,7 @@ export function newTurn(start: TurnStart, turn: number): Turn {
   const calls = new Map<string, ToolCallState>();
   return {
     ...start,
+    requestIdLexeme: start.requestIdLexeme ?? JSON.stringify(start.requestId),
     turn,
     keepText: start.keepText ?? "reply",
     chars: 0,
@@ -249,6 +254,7 @@ export class Turns {
     const fresh = newTurn({
       sessionId: turn.sessionId,
       requestId: turn.requestId,
+      requestIdLexeme: turn.requestIdLexeme,
       promptLine: turn.promptLine,
       promptMeta: turn.promptMeta,
       startedAt,
