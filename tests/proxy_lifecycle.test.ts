@@ -152,7 +152,9 @@ describe("the agent's last bytes", () => {
     const script = `"$@" -- sh -c '${agent}' </dev/null | (sleep 3.5; wc -c)`;
     const r = spawnSync(
       "sh",
-      ["-c", script, "sh", BUN, MAIN, "proxy", "--verbose"],
+      // A long grace: the client's stdin is at EOF from the start, and on a loaded machine
+      // the default 5 s could end the agent before the slow client has drained it.
+      ["-c", script, "sh", BUN, MAIN, "proxy", "--verbose", "--grace", "60"],
       { env: testEnv(s), cwd: s.dir, encoding: "utf8" },
     );
     expect([r.status, r.stdout.trim()]).toEqual([0, String(101 * 60_000)]);
