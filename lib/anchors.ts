@@ -14,6 +14,7 @@ import {
   type LoadedAnchor,
 } from "./plugin.ts";
 import { capUtf8, dewrapGlog } from "./text.ts";
+import { callPlugin } from "./plugin_call.ts";
 
 /** Longest cause kept, in bytes of UTF-8. */
 export const MAX_CAUSE_BYTES = 500;
@@ -143,31 +144,13 @@ export function tryMatch(
   input: AnchorInput,
   diagnostics: string[],
 ): AnchorHit | null {
-  let result: unknown;
-  try {
-    result = anchor.match(input);
-  } catch (err) {
-    diagnostics.push(`anchor ${anchor.id}${where(anchor)} threw: ${errorText(err)}`);
-    return null;
-  }
-  if (result === null || result === undefined) return null;
-  const parsed = v.safeParse(AnchorHitSchema, result);
-  if (!parsed.success) {
-    diagnostics.push(
-      `anchor ${anchor.id}${where(anchor)} returned an invalid hit: ${parsed.issues[0].message}`,
-    );
-    return null;
-  }
-  return { ...parsed.output, cause: capUtf8(parsed.output.cause, MAX_CAUSE_BYTES) };
-}
-
-function where(anchor: LoadedAnchor): string {
-  return anchor.origin ? ` (${anchor.origin})` : "";
-}
-
-/** A one-line text for any thrown value. */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  const hit = callPlugin(
+    { name: `anchor ${anchor.id}`, origin: anchor.origin, answer: "hit" },
+    () => anchor.match(input),
+    AnchorHitSchema,
+    diagnostics,
+  );
+  return hit && { ...hit, cause: capUtf8(hit.cause, MAX_CAUSE_BYTES) };
 }
 
 /**

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import * as v from "valibot";
 import { BUILTIN_PLUGINS } from "../plugins/index.ts";
-import { errorText } from "./anchors.ts";
+import { errorText } from "./errors.ts";
 import type { PluginRef } from "./config.ts";
 import { ConfigError } from "./errors.ts";
 import { type LoadedAnchor, type LoadedPublishDetector, PluginModuleSchema } from "./plugin.ts";

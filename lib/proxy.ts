@@ -9,7 +9,7 @@
 import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import { errorText } from "./anchors.ts";
+import { errorText } from "./errors.ts";
 import { concludeTurn, type Conclusion, exitMessage, type TurnEnd } from "./acp/conclude.ts";
 import {
   encodeLine,

@@ -3,8 +3,7 @@
  * throwing or malformed detector is a diagnostic, never a crash) and counts a publish only
  * when its call succeeded and went to this turn's channel (or named none). Pure.
  */
-import * as v from "valibot";
-import { errorText } from "../anchors.ts";
+import { callPlugin } from "../plugin_call.ts";
 import {
   type Detection,
   DetectionSchema,
@@ -20,34 +19,19 @@ export interface PublishFinding {
   toolCallId: string | null;
 }
 
-function where(detector: LoadedPublishDetector): string {
-  return detector.origin ? ` (${detector.origin})` : "";
-}
-
 /** One detector on one call, its answer validated; problems become diagnostics. */
 export function runDetector(
   detector: LoadedPublishDetector,
   call: ToolCallState,
   diagnostics: string[],
 ): Detection | null {
-  let result: unknown;
-  try {
-    result = detector.detect(call);
-  } catch (err) {
-    diagnostics.push(`publish: detector ${detector.id}${where(detector)} threw: ${errorText(err)}`);
-    return null;
-  }
-  if (result === null || result === undefined) return null;
-  const parsed = v.safeParse(DetectionSchema, result);
-  if (!parsed.success) {
-    diagnostics.push(
-      `publish: detector ${detector.id}${where(detector)} returned an invalid detection: ${
-        parsed.issues[0].message
-      }`,
-    );
-    return null;
-  }
-  return parsed.output.publish ? parsed.output : null;
+  const detection = callPlugin(
+    { name: `publish: detector ${detector.id}`, origin: detector.origin, answer: "detection" },
+    () => detector.detect(call),
+    DetectionSchema,
+    diagnostics,
+  );
+  return detection?.publish ? detection : null;
 }
 
 /**

@@ -4,7 +4,7 @@
  * fallback command, assembled into the Outcome's `publish` field and its diagnostics.
  * Never throws and never runs the fallback twice.
  */
-import { errorText } from "../anchors.ts";
+import { errorText } from "../errors.ts";
 import type { Publish } from "../outcome.ts";
 import type { LoadedPublishDetector, ToolCallState } from "../plugin.ts";
 import { findPublish } from "./detect.ts";
