@@ -49,3 +49,17 @@ export class SpawnError extends TurnguardError {}
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * Why a command could not be started, and the exit code that says so, the shell's way:
+ * 127 `command not found`, 126 `cannot execute (EACCES)`.
+ */
+export function spawnProblem(command: string, err: unknown): { exitCode: number; message: string } {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  return code === "ENOENT"
+    ? { exitCode: EXIT.notFound, message: `${command}: command not found` }
+    : {
+      exitCode: EXIT.notExecutable,
+      message: `${command}: cannot execute (${code ?? errorText(err)})`,
+    };
+}

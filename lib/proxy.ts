@@ -9,7 +9,7 @@
 import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import { errorText } from "./errors.ts";
+import { errorText, spawnProblem } from "./errors.ts";
 import { concludeTurn, type Conclusion, exitMessage, type TurnEnd } from "./acp/conclude.ts";
 import {
   encodeLine,
@@ -54,7 +54,6 @@ import type { Profile } from "./config.ts";
 import type { RetryExecutor, RetryRun } from "./proxy_journal.ts";
 import type { ScheduledRetry } from "./retry_policy.ts";
 import { RetryWaits } from "./retry_waits.ts";
-import { EXIT } from "./errors.ts";
 import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
 import type { LogFs } from "./logfs.ts";
@@ -238,14 +237,8 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
 }
 
 function spawnFailure(command: string, err: unknown): ProxyResult {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === "ENOENT") {
-    return { exitCode: EXIT.notFound, spawnError: `${command}: command not found` };
-  }
-  return {
-    exitCode: EXIT.notExecutable,
-    spawnError: `${command}: cannot execute (${code ?? errorText(err)})`,
-  };
+  const { exitCode, message } = spawnProblem(command, err);
+  return { exitCode, spawnError: message };
 }
 
 /** One proxied agent process and its client. */

@@ -8,7 +8,7 @@ import { classify } from "./classify.ts";
 import type { Profile } from "./config.ts";
 import { type Cause, decide, type TurnFacts } from "./decide.ts";
 import { buildOutcome } from "./emit.ts";
-import { EXIT } from "./errors.ts";
+import { EXIT, spawnProblem } from "./errors.ts";
 import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
@@ -267,11 +267,7 @@ function spawnFailure(
   endedAt: number,
   diagnostics: string[],
 ): RunResult {
-  const code = (err as NodeJS.ErrnoException).code;
-  const exitCode = code === "ENOENT" ? EXIT.notFound : EXIT.notExecutable;
-  const message = code === "ENOENT"
-    ? `${opts.command}: command not found`
-    : `${opts.command}: cannot execute (${code ?? err.message})`;
+  const { exitCode, message } = spawnProblem(opts.command, err);
   const decision = {
     status: "failed" as const,
     error: { code: exitCode, message, category: "crash" as const, anchor: null, source: null },
