@@ -2,9 +2,10 @@
  * `turnguard proxy` end to end: the ACP SDK's client talks through the proxy (a real
  * child process) to the SDK fake agent (another real child process).
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import {
   fakeArgs,
+  killedAfterEach,
   openSession,
   prompt,
   type ProxyProcess,
@@ -19,15 +20,11 @@ import {
 // Real processes on a shared 2-core machine: give each test room.
 setDefaultTimeout(30_000);
 
-let running: ProxyProcess[] = [];
-afterEach(() => {
-  for (const p of running) p.child.kill("SIGKILL");
-  running = [];
-});
+const track = killedAfterEach();
 
 function proxy(s: Scratch, extra: string[] = []): ProxyProcess {
   const p = startProxy(s, fakeArgs(s, extra));
-  running.push(p);
+  track(p);
   return p;
 }
 

@@ -3,10 +3,11 @@
  * behind `bun main.ts proxy`, a raw JSON-RPC client on the proxy's stdio (so every byte the
  * client gets is counted), `turnguard wait` / `turnguard retry` as real processes.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readJournal } from "../lib/journal.ts";
 import {
   fakeArgs,
+  killedAfterEach,
   type ProxyProcess,
   readOutcomes,
   type Scratch,
@@ -19,11 +20,7 @@ import { join } from "node:path";
 // Real processes on a shared 2-core machine: give each test room.
 setDefaultTimeout(40_000);
 
-let running: ProxyProcess[] = [];
-afterEach(() => {
-  for (const p of running) p.child.kill("SIGKILL");
-  running = [];
-});
+const track = killedAfterEach();
 
 type Message = Record<string, unknown> & { id?: number; method?: string };
 
@@ -89,7 +86,7 @@ function journalOf(s: Scratch): string {
 
 function proxy(s: Scratch, extra: string[]): ProxyProcess {
   const p = startProxy(s, fakeArgs(s, ["--journal", journalOf(s), "--name", "ide", ...extra]));
-  running.push(p);
+  track(p);
   return p;
 }
 
@@ -158,7 +155,7 @@ describe("the proxy journals its turns", () => {
     const p = startProxy(s, ["--config", s.config, "--agent", "fake"], undefined, {
       XDG_STATE_HOME: join(s.dir, "state"),
     });
-    running.push(p);
+    track(p);
     const c = rawClient(p);
     const sessionId = await c.open();
     await c.prompt(sessionId, "echo hi").response;

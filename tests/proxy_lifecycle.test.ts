@@ -3,7 +3,7 @@
  * flight, the client hangs up, the agent ignores EOF, a turn goes silent, signals arrive,
  * the agent cannot start, the command line is wrong. Real processes, real signals.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { isRetryable, retryReason } from "../lib/classify.ts";
 import { chmodSync, writeFileSync } from "node:fs";
@@ -12,6 +12,7 @@ import {
   AGENT,
   BUN,
   fakeArgs,
+  killedAfterEach,
   MAIN,
   openSession,
   prompt,
@@ -28,15 +29,11 @@ import {
 // Real processes on a shared 2-core machine: give each test room.
 setDefaultTimeout(30_000);
 
-let running: ProxyProcess[] = [];
-afterEach(() => {
-  for (const p of running) p.child.kill("SIGKILL");
-  running = [];
-});
+const track = killedAfterEach();
 
 function proxy(s: Scratch, extra: string[] = [], env: Record<string, string> = {}): ProxyProcess {
   const p = startProxy(s, fakeArgs(s, extra), [BUN, AGENT], env);
-  running.push(p);
+  track(p);
   return p;
 }
 
@@ -117,7 +114,7 @@ describe("the agent dies mid-turn", () => {
   test("a request that is not a prompt is answered too", async () => {
     const s = scratch();
     const p = startProxy(s, fakeArgs(s), ["sh", "-c", "read line; echo 'dying' >&2; exit 5"]);
-    running.push(p);
+    track(p);
     const lines = stdoutLines(p);
     send(p, INIT);
     expect(await p.exited).toEqual({ code: 5, signal: null });

@@ -3,12 +3,13 @@
  * (a real child process) to a fake SDK agent; a fake `buzz` on PATH records every message
  * it is given, whoever sends it.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   BUN,
   fakeArgs,
+  killedAfterEach,
   openSession,
   type ProxyProcess,
   readOutcomes,
@@ -21,11 +22,7 @@ import {
 const FIXTURES = resolve(import.meta.dir, "fixtures", "publish");
 const AGENT = join(FIXTURES, "agent.ts");
 
-let running: ProxyProcess[] = [];
-afterEach(() => {
-  for (const p of running) p.child.kill("SIGKILL");
-  running = [];
-});
+const track = killedAfterEach();
 
 /** Starts the proxy in front of the publishing fake agent, buzz on PATH, fallback armed. */
 function proxy(s: Scratch, extra: string[] = ["--publish-fallback", "--var", "channel=C1"]) {
@@ -33,7 +30,7 @@ function proxy(s: Scratch, extra: string[] = ["--publish-fallback", "--var", "ch
     PATH: `${FIXTURES}:${process.env.PATH}`,
     BUZZ_RECORD_DIR: s.dir,
   });
-  running.push(p);
+  track(p);
   return p;
 }
 
