@@ -28,6 +28,7 @@ import { TurnRecorder } from "../lib/turn_recorder.ts";
 import { replyNote } from "../lib/turn_report.ts";
 import { journalWarns } from "../lib/cli/journal_flags.ts";
 import { turnguard } from "./helpers/cli.ts";
+import { testOutcome } from "./helpers/outcome.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -234,24 +235,13 @@ describe("writer", () => {
 });
 
 describe("a journaled reply is bounded", () => {
-  const outcome = (text: string): Outcome => ({
-    v: 1,
-    mode: "run",
-    agent: "agy",
-    session: null,
-    turn: 1,
-    startedAt: "2026-01-01T00:00:00.000Z",
-    endedAt: "2026-01-01T00:00:01.000Z",
-    durationMs: 1000,
-    status: "ok",
-    stopReason: null,
-    exit: { code: 0, signal: null },
-    error: null,
-    retry: null,
-    reply: { chars: text.length, text },
-    publish: null,
-    diagnostics: [],
-  });
+  const outcome = (text: string): Outcome =>
+    testOutcome("ok", text, {
+      agent: "agy",
+      startedAt: "2026-01-01T00:00:00.000Z",
+      endedAt: "2026-01-01T00:00:01.000Z",
+      durationMs: 1000,
+    });
   const record = (text: string) => {
     const records: JournalRecord[] = [];
     const recorder = new TurnRecorder({

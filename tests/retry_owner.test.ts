@@ -12,6 +12,7 @@ import type { Outcome } from "../lib/outcome.ts";
 import { processStart } from "../lib/process_identity.ts";
 import { RETRY_EXIT, retryAction } from "../lib/cli/retry.ts";
 import { BUN, DENO, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
+import { capacityError, testOutcome } from "./helpers/outcome.ts";
 
 let home: string;
 let journal: string;
@@ -28,24 +29,7 @@ const env = () => ({
   TURNGUARD_JOURNAL: journal,
 });
 
-const failed: Outcome = {
-  v: 1,
-  mode: "run",
-  agent: "fake",
-  session: null,
-  turn: 1,
-  startedAt: new Date().toISOString(),
-  endedAt: new Date().toISOString(),
-  durationMs: 5,
-  status: "failed",
-  stopReason: null,
-  exit: { code: 1, signal: null },
-  error: { code: 503, message: "overloaded", category: "capacity", anchor: null, source: null },
-  retry: null,
-  reply: { chars: 0, text: "" },
-  publish: null,
-  diagnostics: [],
-};
+const failed: Outcome = testOutcome("failed", "", { error: capacityError("overloaded") });
 
 /** A failed turn of `pid` whose retry 1 of 1 waits 100 s. */
 function waitingRetry(pid: number, pidStart: string | undefined): void {

@@ -6,6 +6,7 @@ import { JournalReader, type JournalRecord, JournalWriter, readJournal } from ".
 import type { Outcome } from "../lib/outcome.ts";
 import { emptyState, findSession, foldRecords, latestTurn, verdict } from "../lib/turn_state.ts";
 import { BUN, FAKE_AGY, homeEnv, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
+import { testOutcome } from "./helpers/outcome.ts";
 
 const FLAKY = join(ROOT, "tests", "fixtures", "retry", "flaky-agent");
 const CAPACITY_CAUSE =
@@ -311,7 +312,6 @@ function started(turn: number): JournalRecord {
 }
 
 function ended(turn: number, status: Outcome["status"], text: string): JournalRecord {
-  const failed = status === "failed";
   return {
     ts: new Date().toISOString(),
     name: "w1",
@@ -320,31 +320,6 @@ function ended(turn: number, status: Outcome["status"], text: string): JournalRe
     pid: process.pid,
     event: "turn_ended",
     attempt: 0,
-    outcome: {
-      v: 1,
-      mode: "run",
-      agent: "fake",
-      session: null,
-      turn,
-      startedAt: new Date().toISOString(),
-      endedAt: new Date().toISOString(),
-      durationMs: 5,
-      status,
-      stopReason: null,
-      exit: { code: failed ? 1 : 0, signal: null },
-      error: failed
-        ? {
-          code: 503,
-          message: "UNAVAILABLE (code 503)",
-          category: "capacity",
-          anchor: null,
-          source: null,
-        }
-        : null,
-      retry: null,
-      reply: { chars: text.length, text },
-      publish: null,
-      diagnostics: [],
-    },
+    outcome: testOutcome(status, text, { turn }),
   };
 }

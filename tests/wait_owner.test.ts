@@ -19,6 +19,7 @@ import {
 import { logRow, printReport, stateLine, waitRow } from "../lib/turn_report.ts";
 import { findSession, foldRecords, latestTurn, verdict, withOwner } from "../lib/turn_state.ts";
 import { runProcess, turnguard } from "./helpers/cli.ts";
+import { capacityError, testOutcome } from "./helpers/outcome.ts";
 
 let home: string;
 let journal: string;
@@ -50,26 +51,8 @@ const started = (pid: number, pidStart?: string): JournalRecord => ({
   agent: "fake",
   promptId: null,
 });
-const outcome = (status: Outcome["status"], text: string): Outcome => ({
-  v: 1,
-  mode: "run",
-  agent: "fake",
-  session: null,
-  turn: 1,
-  startedAt: new Date().toISOString(),
-  endedAt: new Date().toISOString(),
-  durationMs: 5,
-  status,
-  stopReason: null,
-  exit: { code: status === "failed" ? 1 : 0, signal: null },
-  error: status === "failed"
-    ? { code: 503, message: "overloaded", category: "capacity", anchor: null, source: null }
-    : null,
-  retry: null,
-  reply: { chars: text.length, text },
-  publish: null,
-  diagnostics: [],
-});
+const outcome = (status: Outcome["status"], text: string): Outcome =>
+  testOutcome(status, text, { error: status === "failed" ? capacityError("overloaded") : null });
 const ended = (pid: number, status: Outcome["status"], text = ""): JournalRecord => ({
   ...common(pid),
   event: "turn_ended",

@@ -10,6 +10,7 @@ import {
   waitRow,
 } from "../lib/turn_report.ts";
 import { findSession, foldRecords, latestTurn, recentTurns, verdict } from "../lib/turn_state.ts";
+import { capacityError, testOutcome } from "./helpers/outcome.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(T0 + ms).toISOString();
@@ -23,26 +24,13 @@ const common = (turn = 1, session = "s1", name = "w1") => ({
 const CAUSE = "UNAVAILABLE (code 503): The model is overloaded.";
 
 function outcome(status: Outcome["status"], text = ""): Outcome {
-  return {
-    v: 1,
-    mode: "run",
+  return testOutcome(status, text, {
     agent: "agy",
-    session: null,
-    turn: 1,
     startedAt: iso(0),
     endedAt: iso(1500),
     durationMs: 1500,
-    status,
-    stopReason: null,
-    exit: { code: status === "failed" ? 1 : 0, signal: null },
-    error: status === "failed"
-      ? { code: 503, message: CAUSE, category: "capacity", anchor: null, source: null }
-      : null,
-    retry: null,
-    reply: { chars: text.length, text },
-    publish: null,
-    diagnostics: [],
-  };
+    error: status === "failed" ? capacityError(CAUSE) : null,
+  });
 }
 
 const S = (turn = 1, session = "s1", name = "w1"): JournalRecord => ({
