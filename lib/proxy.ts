@@ -50,7 +50,6 @@ import {
   type Turn,
   Turns,
 } from "./acp/turns.ts";
-import type { Profile } from "./config.ts";
 import type { RetryExecutor, RetryRun } from "./proxy_journal.ts";
 import type { ScheduledRetry } from "./retry_policy.ts";
 import { RetryWaits } from "./retry_waits.ts";
@@ -58,9 +57,8 @@ import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
-import type { LoadedAnchor } from "./plugin.ts";
 import { Tail } from "./byte_window.ts";
-import { STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
+import { type AgentLaunch, STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { formatDuration, lastLines } from "./text.ts";
 
@@ -88,14 +86,7 @@ export interface TurnHooks {
 export const NO_HOOKS: TurnHooks = {};
 
 /** How one proxy is wired to the world; tests pass their own streams and settings. */
-export interface ProxyOptions {
-  command: string;
-  args: string[];
-  profile: Profile;
-  /** Anchors that apply to the profile. */
-  anchors: readonly LoadedAnchor[];
-  env: Record<string, string | undefined>;
-  cwd?: string;
+export interface ProxyOptions extends AgentLaunch {
   /** The client's side: its requests come in on `input`, the agent's bytes go to `output`. */
   input: Readable;
   output: Writable;

@@ -25,8 +25,8 @@ export const STDERR_TAIL_BYTES = 8 * 1024;
 /** Bytes of reply text kept in an outcome written to a file. */
 export const REPLY_TEXT_BYTES = 64 * 1024;
 
-/** How one `run` is wired to the world; tests pass their own streams, env and clock. */
-export interface RunOptions {
+/** The agent to start and what turnguard knows of it; shared by run and proxy. */
+export interface AgentLaunch {
   command: string;
   args: string[];
   profile: Profile;
@@ -34,6 +34,10 @@ export interface RunOptions {
   anchors: readonly LoadedAnchor[];
   env: Record<string, string | undefined>;
   cwd?: string;
+}
+
+/** How one `run` is wired to the world; tests pass their own streams, env and clock. */
+export interface RunOptions extends AgentLaunch {
   /** Keep all of stdout for the outcome instead of passing it through. */
   captureStdout: boolean;
   stdout: Writable;
