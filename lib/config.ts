@@ -12,6 +12,7 @@ import { ConfigError } from "./errors.ts";
 import { errCode } from "./logfs.ts";
 import { compileDetector, DeclarativeDetectorSchema } from "./publish/declarative.ts";
 import { type PublishTable, PublishTableSchema } from "./publish/settings.ts";
+import { type TelemetryTable, TelemetryTableSchema } from "./telemetry/settings.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
 
 /** An agent profile as written under `[agent.NAME]`. */
@@ -36,6 +37,8 @@ export const ConfigFileSchema = v.strictObject({
   agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema)),
   anchor: v.optional(v.array(DeclarativeAnchorSchema)),
   detector: v.optional(v.array(DeclarativeDetectorSchema)),
+  /** OTLP export of every turn's Outcome (docs/TELEMETRY.md). */
+  telemetry: v.optional(TelemetryTableSchema),
 });
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
 
@@ -140,6 +143,8 @@ export interface MergedConfig {
   plugins: PluginRef[];
   /** `plugin_budget_ms` of the last file that sets it; null: the default. */
   pluginBudgetMs: number | null;
+  /** `[telemetry]`: a later file's keys replace an earlier one's; null: no file has one. */
+  telemetry: TelemetryTable | null;
 }
 
 /**
@@ -152,8 +157,10 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
   const plugins: PluginRef[] = [];
   const detectors = new Map<string, ReturnType<typeof compileDetector>>();
   let pluginBudgetMs: number | null = null;
+  let telemetry: TelemetryTable | null = null;
   for (const file of files) {
     pluginBudgetMs = file.data.plugin_budget_ms ?? pluginBudgetMs;
+    if (file.data.telemetry) telemetry = { ...telemetry ?? {}, ...file.data.telemetry };
     for (const [name, p] of Object.entries(file.data.agent ?? {})) {
       const prev = profiles.get(name);
       profiles.set(name, {
@@ -200,5 +207,6 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     declarativeDetectors: [...detectors.values()],
     plugins,
     pluginBudgetMs,
+    telemetry,
   };
 }

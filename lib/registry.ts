@@ -6,6 +6,7 @@ import * as v from "valibot";
 import {
   embeddedConfig,
   mergeConfigs,
+  type MergedConfig,
   type Profile,
   readConfigFile,
   userConfigPath,
@@ -32,6 +33,8 @@ export interface Registry {
   pluginFiles: string[];
   /** Time each code plugin file may take to decide one turn. */
   pluginBudgetMs: number;
+  /** `[telemetry]` of the config files, merged (null: none sets it). */
+  telemetry: MergedConfig["telemetry"];
 }
 
 /** Where to look for configuration. */
@@ -58,6 +61,7 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
     ...all,
     pluginFiles: merged.plugins.map((p) => p.path),
     pluginBudgetMs,
+    telemetry: merged.telemetry,
   };
 }
 

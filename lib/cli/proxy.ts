@@ -12,6 +12,7 @@ import { composeHooks, journalHooks, type RetryExecutor } from "../proxy_journal
 import { PUBLISH_OPTIONS } from "../publish/flags.ts";
 import { proxyPublishHooks } from "../publish/hooks.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
+import { openTelemetry, telemetryHooks } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 
@@ -61,8 +62,14 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   // Like `run`, every proxy journals its turns (`--journal`, `$TURNGUARD_JOURNAL`, else the
   // XDG state directory), so `turnguard wait` finds any session without extra flags.
   const journaling = turnJournaling(values, env, cwd, profile.name, warn);
+  const name = journaling.recorder.name;
+  const telemetry = openTelemetry({ table: registry.telemetry, env, name, warn });
   const hooks = (retries: RetryExecutor): TurnHooks =>
-    composeHooks(publish, journalHooks(journaling.recorder, profile.name, retries));
+    composeHooks(
+      publish,
+      journalHooks(journaling.recorder, profile.name, retries),
+      telemetryHooks(telemetry),
+    );
   const outcomes = values["outcome-file"]
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
     : null;
@@ -102,5 +109,6 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     return result.exitCode;
   } finally {
     outcomes?.close();
+    await telemetry?.close();
   }
 }

@@ -8,6 +8,7 @@ import { openOutcomeFile } from "../outcome_file.ts";
 import { UsageError } from "../errors.ts";
 import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
 import { type RunResult, runTurn } from "../run.ts";
+import { openTelemetry } from "../telemetry/export.ts";
 import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
@@ -45,6 +46,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
     : null;
   const { recorder, waits } = turnJournaling(values, env, cwd, profile.name, warn);
+  const telemetry = openTelemetry({ table: registry.telemetry, env, name: recorder.name, warn });
   const key = { session: runSessionId(process.pid, Date.now()), turn: 1 };
   const unlisten = recorder.policy.retries > 0 ? waits.listen() : () => {};
   recorder.started(key, { mode: "run", agent: profile.name, promptId: null });
@@ -65,6 +67,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       reportAttempt(result, values.verbose === true, warn);
       // Any stdout byte is a side effect: an attempt that wrote something is never repeated.
       const decision = recorder.ended(key, attempt, result.outcome, result.outcome.reply.chars > 0);
+      telemetry?.turnEnded(result.outcome, key.session);
       if (decision.kind !== "retry") break;
       warn(
         `turnguard: retry ${decision.attempt} of ${decision.of} waits out ${decision.reason}; ` +
@@ -88,6 +91,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   outcomeFile?.close();
   if (problem) warn(`turnguard: ${problem}`);
   if (values["outcome-json"]) process.stdout.write(JSON.stringify(result.outcome) + "\n");
+  await telemetry?.close();
   return result.exitCode;
 }
 

@@ -1,0 +1,96 @@
+/**
+ * Turn export over OpenTelemetry, as `run` and `proxy` see it: `openTelemetry` resolves the
+ * settings and, only when export is configured, starts loading the SDK in the background
+ * (lib/telemetry/otel.ts); `turnEnded` never waits for it, and `close` waits for the last
+ * records at most the flush bound. A collector that is down or slow costs no turn: its
+ * records are dropped, counted, and said in one stderr line at exit.
+ */
+import { VERSION } from "../cli/help.ts";
+import type { Outcome } from "../outcome.ts";
+import type { TurnHooks } from "../proxy.ts";
+import type { OtelExport } from "./otel.ts";
+import { resolveTelemetry, type TelemetryTable } from "./settings.ts";
+
+/** Export of each turn's Outcome; null from `openTelemetry` when export is off. */
+export interface TurnTelemetry {
+  /** One turn (or retry attempt) ended; `conversationId` names its session when the
+   * Outcome has none (`run`). Returns at once. */
+  turnEnded(outcome: Outcome, conversationId?: string | null): void;
+  /** Sends what is queued, waiting at most the flush bound; says on stderr what was lost. */
+  close(): Promise<void>;
+}
+
+/** Where `openTelemetry` reads its settings and says its one-line problems. */
+export interface TelemetryOptions {
+  /** `[telemetry]` of the config files, merged. */
+  table: TelemetryTable | null;
+  env: Record<string, string | undefined>;
+  /** The journal name of the session (`--name`, else the agent profile). */
+  name: string;
+  warn: (line: string) => void;
+}
+
+/** Starts turn export when the config or the environment asks for it; null otherwise. */
+export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
+  const { settings, warnings } = resolveTelemetry(opts.table, opts.env, VERSION);
+  for (const w of warnings) opts.warn(`turnguard: ${w}`);
+  if (settings === null) return null;
+  /** Records per turn: a span and a log record, or one of them. */
+  const perTurn = (settings.traces ? 1 : 0) + (settings.logs ? 1 : 0);
+  let sink: OtelExport | null | undefined;
+  /** Turns that ended before the SDK was loaded (bounded like the export queue). */
+  const early: Array<[Outcome, string | null]> = [];
+  let lostEarly = 0;
+  let loadError: string | null = null;
+  const loading = import("./otel.ts").then(
+    (m) => {
+      sink = new m.OtelExport(settings, opts.name);
+      for (const [outcome, conversationId] of early) sink.record(outcome, { conversationId });
+      early.length = 0;
+    },
+    (err: unknown) => {
+      sink = null;
+      loadError = err instanceof Error ? err.message : String(err);
+      lostEarly += early.length * perTurn;
+      early.length = 0;
+    },
+  );
+  return {
+    turnEnded(outcome, conversationId = null) {
+      try {
+        if (sink) sink.record(outcome, { conversationId });
+        else if (sink === undefined && early.length < settings.queueSize) {
+          early.push([outcome, conversationId]);
+        } else lostEarly += perTurn;
+      } catch (err) {
+        // Telemetry never costs a turn: a record that cannot be made is one that is lost.
+        lostEarly += perTurn;
+        loadError ??= err instanceof Error ? err.message : String(err);
+      }
+    },
+    async close() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, settings.flushMs);
+      });
+      await Promise.race([loading.then(() => sink?.close()), bound]);
+      clearTimeout(timer);
+      const pending = early.length * perTurn;
+      const counts = sink?.counts ?? { accepted: 0, exported: 0, firstError: null };
+      const lost = counts.accepted - counts.exported + lostEarly + pending;
+      if (lost === 0) return;
+      const total = counts.accepted + lostEarly + pending;
+      const why = loadError ?? counts.firstError ??
+        `not sent within the ${settings.flushMs} ms flush bound`;
+      const where = [settings.traces?.url, settings.logs?.url].filter(Boolean).join(", ");
+      opts.warn(
+        `turnguard: telemetry: ${lost} of ${total} records were not exported to ${where} (${why})`,
+      );
+    },
+  };
+}
+
+/** Proxy turn hooks that export every turn's (and retry attempt's) Outcome. */
+export function telemetryHooks(telemetry: TurnTelemetry | null): TurnHooks {
+  return telemetry ? { turnEnded: (outcome) => telemetry.turnEnded(outcome) } : {};
+}

@@ -1,0 +1,201 @@
+/**
+ * Telemetry settings: the `[telemetry]` config table and the standard `OTEL_*` environment
+ * variables resolved into what the OTLP exporter needs, or null when export is off. Pure:
+ * nothing here loads the OpenTelemetry packages (lib/telemetry/otel.ts does, on demand).
+ */
+import * as v from "valibot";
+
+/** Milliseconds the process may wait at exit for the last records to reach the collector. */
+export const DEFAULT_FLUSH_MS = 1000;
+/** Records waiting for export, per signal; more are dropped (and counted). */
+export const DEFAULT_QUEUE_SIZE = 2048;
+/** The OTLP/HTTP endpoint the specification names when none is configured. */
+export const DEFAULT_ENDPOINT = "http://localhost:4318";
+
+/** The providers of the built-in agent profiles (GenAI semantic conventions' well-known names). */
+export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
+  claude: "anthropic",
+  codex: "openai",
+  gemini: "gcp.gemini",
+};
+
+const Url = v.pipe(
+  v.string(),
+  v.url("expected an http(s) URL"),
+  v.regex(/^https?:/i, "expected an http(s) URL"),
+);
+
+/** `[telemetry]` as written in a config file (docs/TELEMETRY.md). */
+export const TelemetryTableSchema = v.strictObject({
+  /** false: never export, whatever the environment says; true: export (default endpoint). */
+  enabled: v.optional(v.boolean()),
+  /** Base OTLP/HTTP URL; `/v1/traces` and `/v1/logs` are appended. */
+  endpoint: v.optional(Url),
+  /** Full URL for spans (used as is). */
+  traces_endpoint: v.optional(Url),
+  /** Full URL for log records (used as is). */
+  logs_endpoint: v.optional(Url),
+  /** Extra HTTP headers sent with every export (e.g. an API key). */
+  headers: v.optional(v.record(v.string(), v.string())),
+  /** `service.name` of the resource (default `turnguard`). */
+  service_name: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** More resource attributes (`deployment.environment.name = "ci"`). */
+  resource_attributes: v.optional(v.record(v.string(), v.string())),
+  /** Which signals to send (default both). */
+  signals: v.optional(v.array(v.picklist(["traces", "logs"]))),
+  /** `gen_ai.provider.name` per agent profile, over the built-in ones (`agy = "gcp.gemini"`). */
+  providers: v.optional(v.record(v.string(), v.pipe(v.string(), v.minLength(1)))),
+  /** Export the reply text (redacted) too; off by default. */
+  include_reply: v.optional(v.boolean()),
+  /** How long exit may wait for the last records, in milliseconds (default 1000). */
+  flush_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(60000))),
+  /** Records queued per signal before new ones are dropped (default 2048). */
+  queue_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
+});
+/** The `[telemetry]` table of a config file. */
+export type TelemetryTable = v.InferOutput<typeof TelemetryTableSchema>;
+
+/** Where one signal goes. */
+export interface SignalTarget {
+  url: string;
+  headers: Record<string, string>;
+}
+
+/** Everything the exporter needs; null settings mean export is off. */
+export interface TelemetrySettings {
+  traces: SignalTarget | null;
+  logs: SignalTarget | null;
+  /** Resource attributes, `service.name` included. */
+  resource: Record<string, string>;
+  includeReply: boolean;
+  /** `gen_ai.provider.name` per agent profile. */
+  providers: Record<string, string>;
+  flushMs: number;
+  queueSize: number;
+}
+
+/** The resolved settings and the one-line warnings about ignored environment values. */
+export interface ResolvedTelemetry {
+  settings: TelemetrySettings | null;
+  warnings: string[];
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Resolves `[telemetry]` (merged over the config files) and the environment. Export is on
+ * when an OTLP endpoint is configured (environment or table) or `enabled = true`, and off
+ * with `OTEL_SDK_DISABLED=true` or `enabled = false`. The environment wins over the table.
+ */
+export function resolveTelemetry(
+  table: TelemetryTable | null,
+  env: Env,
+  version: string,
+): ResolvedTelemetry {
+  const warnings: string[] = [];
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true" || table?.enabled === false) {
+    return { settings: null, warnings };
+  }
+  const urlFrom = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    if (!value) return undefined;
+    if (isHttpUrl(value)) return value;
+    warnings.push(`telemetry: ${name} is not an http(s) URL ("${value}"); it is ignored`);
+    return undefined;
+  };
+  // `enabled = true` with no endpoint anywhere: the specification's default endpoint.
+  const base = urlFrom("OTEL_EXPORTER_OTLP_ENDPOINT") ?? table?.endpoint ??
+    (table?.enabled === true ? DEFAULT_ENDPOINT : undefined);
+  const target = (signal: "traces" | "logs"): SignalTarget | null => {
+    const upper = signal.toUpperCase();
+    if (env[`OTEL_${upper}_EXPORTER`]?.trim().toLowerCase() === "none") return null;
+    if (table?.signals && !table.signals.includes(signal)) return null;
+    const url = urlFrom(`OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`) ??
+      table?.[`${signal}_endpoint`] ??
+      (base !== undefined ? appendPath(base, `v1/${signal}`) : undefined);
+    if (url === undefined) return null;
+    const protocol = env[`OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`] ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
+    if (protocol && protocol.trim() !== "http/json") {
+      warnings.push(
+        `telemetry: OTLP protocol "${protocol.trim()}" is not supported; ${signal} go as http/json`,
+      );
+    }
+    const headers = {
+      ...table?.headers,
+      ...parseKeyValues(env.OTEL_EXPORTER_OTLP_HEADERS, "OTEL_EXPORTER_OTLP_HEADERS", warnings),
+      ...parseKeyValues(
+        env[`OTEL_EXPORTER_OTLP_${upper}_HEADERS`],
+        `OTEL_EXPORTER_OTLP_${upper}_HEADERS`,
+        warnings,
+      ),
+    };
+    return { url, headers };
+  };
+  const traces = target("traces");
+  const logs = target("logs");
+  const resource: Record<string, string> = {
+    "service.name": "turnguard",
+    "service.version": version,
+    ...table?.resource_attributes,
+    ...(table?.service_name ? { "service.name": table.service_name } : {}),
+    ...parseKeyValues(env.OTEL_RESOURCE_ATTRIBUTES, "OTEL_RESOURCE_ATTRIBUTES", warnings),
+    ...(env.OTEL_SERVICE_NAME?.trim() ? { "service.name": env.OTEL_SERVICE_NAME.trim() } : {}),
+  };
+  // The same variable may be read for both signals: each warning is said once.
+  const unique = [...new Set(warnings)];
+  if (traces === null && logs === null) return { settings: null, warnings: unique };
+  return {
+    settings: {
+      traces,
+      logs,
+      resource,
+      includeReply: table?.include_reply === true,
+      providers: { ...BUILTIN_PROVIDERS, ...table?.providers },
+      flushMs: table?.flush_timeout_ms ?? DEFAULT_FLUSH_MS,
+      queueSize: table?.queue_size ?? DEFAULT_QUEUE_SIZE,
+    },
+    warnings: unique,
+  };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+/** `http://host:4318` + `v1/traces`, with exactly one slash between them. */
+export function appendPath(base: string, path: string): string {
+  return base.endsWith("/") ? base + path : `${base}/${path}`;
+}
+
+/**
+ * Parses the W3C-baggage-like lists the OTel environment uses (`k1=v1,k2=v2`, values
+ * percent-encoded); a malformed entry is skipped with a warning naming the variable.
+ */
+export function parseKeyValues(
+  raw: string | undefined,
+  name: string,
+  warnings: string[],
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!raw?.trim()) return out;
+  for (const entry of raw.split(",")) {
+    if (!entry.trim()) continue;
+    const eq = entry.indexOf("=");
+    const key = eq > 0 ? entry.slice(0, eq).trim() : "";
+    if (!key) {
+      warnings.push(`telemetry: ${name}: "${entry.trim()}" is not key=value; it is ignored`);
+      continue;
+    }
+    try {
+      out[key] = decodeURIComponent(entry.slice(eq + 1).trim());
+    } catch {
+      warnings.push(`telemetry: ${name}: the value of "${key}" is not percent-encoded; ignored`);
+    }
+  }
+  return out;
+}
