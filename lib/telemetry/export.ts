@@ -81,7 +81,7 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
       if (lost === 0) return;
       const total = counts.accepted + lostEarly + pending;
       const why = loadError ?? counts.firstError ??
-        `not sent within the ${settings.flushMs} ms flush bound`;
+        `no answer from the collector within the ${settings.flushMs} ms flush bound`;
       const where = [settings.traces?.url, settings.logs?.url].filter(Boolean).join(", ");
       opts.warn(
         `turnguard: telemetry: ${lost} of ${total} records were not exported to ${where} (${why})`,
