@@ -7,7 +7,7 @@
  * decision is pure.
  */
 import { readFileSync, readlinkSync } from "node:fs";
-import type { Owner } from "./journal.ts";
+import type { Owner } from "./journal/records.ts";
 import { errCode } from "./logfs.ts";
 
 /** What the system says of a pid, and where this process's pids are valid. */

@@ -4,7 +4,7 @@
  * decision to the journal before it publishes the failed attempt's end.
  */
 import { RETRYABLE } from "./classify.ts";
-import type { SettledWhy } from "./journal.ts";
+import type { SettledWhy } from "./journal/records.ts";
 import type { Outcome } from "./outcome.ts";
 import { formatDuration } from "./text.ts";
 

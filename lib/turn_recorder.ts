@@ -4,7 +4,12 @@
  * first and the attempt's end after it, so a reader that sees a failed end always sees its
  * decision too.
  */
-import { JOURNAL_REPLY_BYTES, type JournalRecord, type Owner, type SettledWhy } from "./journal.ts";
+import {
+  JOURNAL_REPLY_BYTES,
+  type JournalRecord,
+  type Owner,
+  type SettledWhy,
+} from "./journal/records.ts";
 import type { Outcome } from "./outcome.ts";
 import { thisProcess } from "./process_identity.ts";
 import { decideRetry, type RetryDecision, type RetryPolicy } from "./retry_policy.ts";

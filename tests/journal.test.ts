@@ -11,21 +11,19 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { journalFiles, journalPath } from "../lib/journal/files.ts";
+import { JournalReader, readJournal } from "../lib/journal/reader.ts";
 import {
   formatRecord,
   JOURNAL_REPLY_BYTES,
-  journalFiles,
-  journalPath,
-  JournalReader,
   type JournalRecord,
-  JournalWriter,
   parseLineRecovering,
-  readJournal,
-} from "../lib/journal.ts";
+} from "../lib/journal/records.ts";
+import { JournalWriter } from "../lib/journal/writer.ts";
 import type { Outcome } from "../lib/outcome.ts";
 import { utf8Length } from "../lib/text.ts";
 import { TurnRecorder } from "../lib/turn_recorder.ts";
-import { replyNote } from "../lib/turn_report.ts";
+import { replyNote } from "../lib/journal/report.ts";
 import { journalWarns } from "../lib/cli/journal_flags.ts";
 import { turnguard } from "./helpers/cli.ts";
 import { testOutcome } from "./helpers/outcome.ts";

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { journalFiles, JournalReader, readJournal } from "../lib/journal.ts";
+import { journalFiles } from "../lib/journal/files.ts";
+import { JournalReader, readJournal } from "../lib/journal/reader.ts";
 import { BUN, ROOT, runProcess } from "./helpers/cli.ts";
 
 const WRITER = join(ROOT, "tests", "fixtures", "journal", "writer.ts");

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readJournal } from "../lib/journal.ts";
+import { readJournal } from "../lib/journal/reader.ts";
 import { pidSpace, processStart } from "../lib/process_identity.ts";
 import { ROOT, turnguard } from "./helpers/cli.ts";
 

@@ -2,9 +2,11 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JournalReader, type JournalRecord, JournalWriter, readJournal } from "../lib/journal.ts";
+import { JournalReader, readJournal } from "../lib/journal/reader.ts";
+import type { JournalRecord } from "../lib/journal/records.ts";
+import { JournalWriter } from "../lib/journal/writer.ts";
 import type { Outcome } from "../lib/outcome.ts";
-import { emptyState, findSession, foldRecords, latestTurn, verdict } from "../lib/turn_state.ts";
+import { emptyState, findSession, foldRecords, latestTurn, verdict } from "../lib/journal/fold.ts";
 import { BUN, FAKE_AGY, homeEnv, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
 import { testOutcome } from "./helpers/outcome.ts";
 

@@ -7,7 +7,8 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type JournalRecord, JournalWriter } from "../lib/journal.ts";
+import type { JournalRecord } from "../lib/journal/records.ts";
+import { JournalWriter } from "../lib/journal/writer.ts";
 import type { Outcome } from "../lib/outcome.ts";
 import {
   ownerState,
@@ -16,8 +17,8 @@ import {
   type ProcessProbe,
   processStart,
 } from "../lib/process_identity.ts";
-import { logRow, printReport, stateLine, waitRow } from "../lib/turn_report.ts";
-import { findSession, foldRecords, latestTurn, verdict, withOwner } from "../lib/turn_state.ts";
+import { logRow, printReport, stateLine, waitRow } from "../lib/journal/report.ts";
+import { findSession, foldRecords, latestTurn, verdict, withOwner } from "../lib/journal/fold.ts";
 import { runProcess, turnguard } from "./helpers/cli.ts";
 import { capacityError, testOutcome } from "./helpers/outcome.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JournalRecord, SettledWhy } from "../lib/journal.ts";
+import type { JournalRecord, SettledWhy } from "../lib/journal/records.ts";
 import type { Outcome } from "../lib/outcome.ts";
 import {
   formatLog,
@@ -8,8 +8,8 @@ import {
   retryLine,
   stateLine,
   waitRow,
-} from "../lib/turn_report.ts";
-import { findSession, foldRecords, latestTurn, recentTurns, verdict } from "../lib/turn_state.ts";
+} from "../lib/journal/report.ts";
+import { findSession, foldRecords, latestTurn, recentTurns, verdict } from "../lib/journal/fold.ts";
 import { capacityError, testOutcome } from "./helpers/outcome.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");

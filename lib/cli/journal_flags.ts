@@ -3,7 +3,8 @@
  * `--name`, `--retries`, `--retry-max-wait`, turned into a recorder and its retry waits.
  */
 import { UsageError } from "../errors.ts";
-import { journalPath, JournalWriter } from "../journal.ts";
+import { journalPath } from "../journal/files.ts";
+import { JournalWriter } from "../journal/writer.ts";
 import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry_policy.ts";
 import { RetryWaits } from "../retry_waits.ts";
 import { TurnRecorder } from "../turn_recorder.ts";

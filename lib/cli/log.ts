@@ -3,9 +3,10 @@
  * with status, category, duration and retry, for people; one JSON row each with --json.
  */
 import { TurnguardError, UsageError } from "../errors.ts";
-import { journalPath, readJournal } from "../journal.ts";
-import { formatLog, logRow } from "../turn_report.ts";
-import { foldRecords, recentTurns, type TurnView } from "../turn_state.ts";
+import { journalPath } from "../journal/files.ts";
+import { readJournal } from "../journal/reader.ts";
+import { formatLog, logRow } from "../journal/report.ts";
+import { foldRecords, recentTurns, type TurnView } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";
 

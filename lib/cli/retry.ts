@@ -5,12 +5,14 @@
  * reused by another process is never signalled (SIGUSR1 would kill most programs).
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { journalPath, type Owner, readJournal } from "../journal.ts";
+import { journalPath } from "../journal/files.ts";
+import { readJournal } from "../journal/reader.ts";
+import type { Owner } from "../journal/records.ts";
 import { errCode } from "../logfs.ts";
 import { type OwnerState, ownerState } from "../process_identity.ts";
 import { RUN_NOW_SIGNAL } from "../retry_waits.ts";
-import { OVERDUE_MS } from "../turn_report.ts";
-import { findSession, foldRecords, latestTurn, type RetryView, verdict } from "../turn_state.ts";
+import { OVERDUE_MS } from "../journal/report.ts";
+import { findSession, foldRecords, latestTurn, type RetryView, verdict } from "../journal/fold.ts";
 import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";

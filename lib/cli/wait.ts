@@ -6,10 +6,12 @@
  * for ever; with --timeout, a session that is not in the journal yet is waited for.
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { journalPath, type JournalRead, JournalReader, type Owner } from "../journal.ts";
-import { type ChangeSignal, JournalWatch } from "../journal_watch.ts";
+import { journalPath } from "../journal/files.ts";
+import { type JournalRead, JournalReader } from "../journal/reader.ts";
+import type { Owner } from "../journal/records.ts";
+import { type ChangeSignal, JournalWatch } from "../journal/watch.ts";
 import { ownerState } from "../process_identity.ts";
-import { printReport, replyNote, stateLine, waitRow } from "../turn_report.ts";
+import { printReport, replyNote, stateLine, waitRow } from "../journal/report.ts";
 import {
   awaitsOwner,
   emptyState,
@@ -20,7 +22,7 @@ import {
   type TurnView,
   verdict,
   withOwner,
-} from "../turn_state.ts";
+} from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
 
 /** The exit codes of `turnguard wait`. */

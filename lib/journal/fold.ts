@@ -10,8 +10,8 @@ import type {
   RetryScheduled,
   RetrySettled,
   RetryStarted,
-} from "./journal.ts";
-import type { Outcome } from "./outcome.ts";
+} from "./records.ts";
+import type { Outcome } from "../outcome.ts";
 
 /** The retry decision of a turn as the journal last told it. */
 export type RetryView =

@@ -2,9 +2,9 @@
  * Turn reports: how a turn's state reads for people (`wait --print`, `log`) and for
  * machines (`wait --json`, `log --json`). Pure: the clock is passed in.
  */
-import type { Outcome, TurnError } from "./outcome.ts";
-import { formatDuration, utf8Length } from "./text.ts";
-import type { RetryView, TurnView } from "./turn_state.ts";
+import type { Outcome, TurnError } from "../outcome.ts";
+import { formatDuration, utf8Length } from "../text.ts";
+import type { RetryView, TurnView } from "./fold.ts";
 
 /** A waiting retry this late without starting is reported as overdue. */
 export const OVERDUE_MS = 60_000;

@@ -1,0 +1,215 @@
+/**
+ * The journal reader: follows the journal's files forward, across rotations, each record
+ * once and in journal order, and skips torn or corrupt lines with a diagnostic.
+ */
+import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
+import { errCode } from "../logfs.ts";
+import { journalFiles } from "./files.ts";
+import { type JournalRecord, parseLineRecovering } from "./records.ts";
+
+/** What one read of the journal brought. */
+export interface JournalRead {
+  /** New records in journal order. */
+  records: JournalRecord[];
+  /** Skipped lines, named by file and line. */
+  diagnostics: string[];
+  /** The files changed under the reader (truncated, replaced): `records` is everything. */
+  reset: boolean;
+}
+
+interface FileCursor {
+  ino: number;
+  offset: number;
+  /** Bytes after the last newline: a write in progress, or a torn line. */
+  partial: Uint8Array;
+  line: number;
+  path: string;
+  /** The file's first bytes: a file that reuses a deleted file's inode number differs here. */
+  head: Uint8Array;
+}
+
+/** A journal file as one listing saw it. */
+interface Listed {
+  path: string;
+  ino: number;
+}
+
+/** How a pass over the files ended when it could not be kept. */
+type PassFailure =
+  /** A rotation happened during the pass: it is done again from the cursors before it. */
+  | "moved"
+  /** A file was truncated or replaced in place: everything is read again. */
+  | "replaced";
+
+const CHUNK = 1 << 20;
+/** Bytes of a file's start kept to recognize it. */
+const HEAD_BYTES = 256;
+/** Passes tried in one `read()` while rotations keep racing it; then it returns nothing new. */
+const MAX_PASSES = 100;
+
+/** The journal's files in reading order, with their inodes; files gone meanwhile are left out. */
+function listFiles(path: string): Listed[] {
+  const out: Listed[] = [];
+  for (const file of journalFiles(path)) {
+    try {
+      out.push({ path: file, ino: statSync(file).ino });
+    } catch { /* removed since listed: a later listing will differ */ }
+  }
+  return out;
+}
+
+function sameListing(a: readonly Listed[], b: readonly Listed[]): boolean {
+  return a.length === b.length && a.every((f, i) => f.path === b[i].path && f.ino === b[i].ino);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * Reads the journal incrementally: each `read()` returns the records appended since the
+ * previous one, across rotations, each record once and in journal order. A trailing line
+ * without its newline is held back until it is complete.
+ *
+ * Files are known by inode, so a file renamed by a rotation is read on from where it was
+ * left. A pass lists the files, reads them, and lists them again: when a rotation happened
+ * in between, the pass is dropped and done again from the cursors before it, so the tail
+ * of the file that was live is never read after the records of the new live file.
+ */
+export class JournalReader {
+  readonly path: string;
+  #cursors = new Map<number, FileCursor>();
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  /**
+   * Lines cut short at the end of a rotated file: no write will complete them, so they are
+   * torn. (The live file's trailing partial line is a write in progress, held back.)
+   */
+  tornTails(): string[] {
+    return [...this.#cursors.values()]
+      .filter((c) => c.partial.length > 0 && c.path !== this.path)
+      .map((c) => `journal ${c.path}:${c.line + 1}: skipped a torn last line`);
+  }
+
+  /** Reads what was appended since the last call. */
+  read(): JournalRead {
+    let reset = false;
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
+      const before = new Map([...this.#cursors].map(([ino, c]) => [ino, { ...c }]));
+      const result = this.#pass();
+      if (result === "moved") {
+        this.#cursors = before;
+      } else if (result === "replaced") {
+        this.#cursors.clear();
+        reset = true;
+      } else {
+        return { ...result, reset };
+      }
+    }
+    // Rotations kept racing every pass: nothing new this time, the cursors stand as they were.
+    return { records: [], diagnostics: [], reset };
+  }
+
+  /** One pass over the files; a failure when it cannot be kept. */
+  #pass(): Omit<JournalRead, "reset"> | PassFailure {
+    const records: JournalRecord[] = [];
+    const diagnostics: string[] = [];
+    const listed = listFiles(this.path);
+    for (const { path, ino } of listed) {
+      let fd: number;
+      try {
+        fd = openSync(path, "r");
+      } catch (err) {
+        if (errCode(err) === "ENOENT") return "moved";
+        diagnostics.push(`journal ${path}: cannot read (${errCode(err)})`);
+        continue;
+      }
+      try {
+        const st = fstatSync(fd);
+        if (st.ino !== ino) return "moved";
+        let cursor = this.#cursors.get(ino);
+        if (cursor && !this.#sameFile(fd, st.size, cursor)) {
+          // Same name, other content: truncated or rewritten in place. Another name: a
+          // deleted file's inode number was reused by a new file, which is read from its start.
+          if (cursor.path === path) return "replaced";
+          cursor = undefined;
+        }
+        if (!cursor) {
+          cursor = {
+            ino,
+            offset: 0,
+            partial: new Uint8Array(0),
+            line: 0,
+            path,
+            head: new Uint8Array(0),
+          };
+          this.#cursors.set(ino, cursor);
+        }
+        cursor.path = path;
+        while (cursor.offset < st.size) {
+          const buf = new Uint8Array(Math.min(CHUNK, st.size - cursor.offset));
+          const n = readSync(fd, buf, 0, buf.length, cursor.offset);
+          if (n === 0) break;
+          if (cursor.offset === 0) cursor.head = buf.slice(0, Math.min(n, HEAD_BYTES));
+          cursor.offset += n;
+          this.#consume(cursor, buf.subarray(0, n), records, diagnostics);
+        }
+      } finally {
+        closeSync(fd);
+      }
+    }
+    const after = listFiles(this.path);
+    if (!sameListing(listed, after)) return "moved";
+    // Only cursors of files no longer on disk are dropped.
+    const onDisk = new Set(after.map((f) => f.ino));
+    for (const ino of [...this.#cursors.keys()]) if (!onDisk.has(ino)) this.#cursors.delete(ino);
+    return { records, diagnostics };
+  }
+
+  /** Whether the open file is the one the cursor was reading: as long, and the same start. */
+  #sameFile(fd: number, size: number, cursor: FileCursor): boolean {
+    if (size < cursor.offset) return false;
+    if (cursor.head.length === 0) return true;
+    const head = new Uint8Array(cursor.head.length);
+    const n = readSync(fd, head, 0, head.length, 0);
+    return n === head.length && sameBytes(head, cursor.head);
+  }
+
+  #consume(
+    cursor: FileCursor,
+    bytes: Uint8Array,
+    records: JournalRecord[],
+    diagnostics: string[],
+  ): void {
+    let data = bytes;
+    if (cursor.partial.length > 0) {
+      data = new Uint8Array(cursor.partial.length + bytes.length);
+      data.set(cursor.partial);
+      data.set(bytes, cursor.partial.length);
+    }
+    const decoder = new TextDecoder();
+    let start = 0;
+    for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
+      cursor.line++;
+      const line = decoder.decode(data.subarray(start, nl)).replace(/\r$/, "");
+      start = nl + 1;
+      if (line.trim() === "") continue;
+      const parsed = parseLineRecovering(line);
+      records.push(...parsed.records);
+      if (parsed.error) {
+        diagnostics.push(`journal ${cursor.path}:${cursor.line}: ${parsed.error}`);
+      }
+    }
+    cursor.partial = data.slice(start);
+  }
+}
+
+/** Reads the whole journal once. */
+export function readJournal(path: string): JournalRead {
+  const reader = new JournalReader(path);
+  const read = reader.read();
+  return { ...read, diagnostics: [...read.diagnostics, ...reader.tornTails()] };
+}
