@@ -37,6 +37,8 @@ export interface RecorderOptions<P extends RetryPolicy = RetryPolicy> {
    * read from the system) unless given.
    */
   owner?: Owner;
+  /** The `writer` id of every record: drawn at random unless given. */
+  writer?: string;
   now?: () => number;
   random?: () => number;
   /** Told once when the journal cannot be written; the turn goes on. */
@@ -64,6 +66,7 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
   readonly policy: P;
   readonly #journal: JournalSink | null;
   readonly #owner: Owner;
+  readonly #writer: string;
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #onError: (message: string) => void;
@@ -74,6 +77,7 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
     this.policy = opts.policy;
     this.#journal = opts.journal;
     this.#owner = opts.owner ?? thisProcess();
+    this.#writer = opts.writer ?? crypto.randomUUID();
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? Math.random;
     this.#onError = opts.onJournalError ?? (() => {});
@@ -86,6 +90,7 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
       session: key.session,
       turn: key.turn,
       ...this.#owner,
+      writer: this.#writer,
     };
   }
 

@@ -78,7 +78,11 @@ describe("records", () => {
     expect(text.startsWith('{"ts":"2026-01-01T00:00:00.000Z","name":"w1"')).toBe(true);
     expect(text.endsWith("}\n")).toBe(true);
     expect(text.indexOf("\n")).toBe(text.length - 1);
-    expect(parseLineRecovering(text.trimEnd())).toEqual({ records: [started(1)], error: null });
+    expect(parseLineRecovering(text.trimEnd())).toEqual({
+      records: [started(1)],
+      error: null,
+      torn: [],
+    });
   });
 
   test("an invalid record is refused before it is written", () => {
@@ -138,6 +142,7 @@ describe("reader: corrupt and torn lines are skipped with a diagnostic, never fa
 
   test("a missing journal reads as empty", () => {
     expect(readJournal(join(dir, "nope", "journal.jsonl"))).toEqual({
+      torn: [],
       records: [],
       diagnostics: [],
       reset: false,
@@ -265,7 +270,7 @@ describe("a journaled reply is bounded", () => {
     expect(ended.outcome.reply.text).toBe("a".repeat(65_535));
     expect(ended.outcome.reply.chars).toBe(text.length);
     expect(ended.replyTruncated).toBe(true);
-    expect(formatRecord(ended).length).toBeLessThan(66_000);
+    expect(formatRecord(ended).length).toBeLessThan(66_100);
     expect(replyNote(ended.outcome)).toBe(
       "only the first 65535 bytes of the reply (115535 characters) were kept",
     );

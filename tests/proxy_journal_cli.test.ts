@@ -4,7 +4,7 @@
  * client gets is counted), `turnguard wait` / `turnguard retry` as real processes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readJournal } from "../lib/journal.ts";
+import { readJournal } from "../lib/journal/reader.ts";
 import {
   fakeArgs,
   killedAfterEach,
@@ -163,6 +163,73 @@ describe("the proxy journals its turns", () => {
     await p.exited;
     const { records } = readJournal(join(s.dir, "state", "turnguard", "journal.jsonl"));
     expect(records.map((r) => r.event)).toEqual(["turn_started", "turn_ended"]);
+  });
+});
+
+describe("a later proxy that serves a session id an earlier one used", () => {
+  /** A first proxy answers two turns of `sess-1`, then exits. */
+  async function earlierProxy(s: Scratch): Promise<string> {
+    const p = proxy(s, []);
+    const c = rawClient(p);
+    const sessionId = await c.open();
+    await c.prompt(sessionId, "echo the first answer").response;
+    await c.prompt(sessionId, "echo the earlier answer").response;
+    p.child.stdin!.end();
+    await p.exited;
+    return sessionId;
+  }
+
+  test("wait never shows the earlier proxy's reply while the new turn runs", async () => {
+    const s = scratch();
+    const sessionId = await earlierProxy(s);
+    const p = proxy(s, []);
+    const c = rawClient(p);
+    // The fake agent numbers its sessions per process: the new one is `sess-1` again.
+    expect(await c.open()).toBe(sessionId);
+    c.prompt(sessionId, "slow 30000 the new answer");
+    for (let i = 0; i < 400; i++) {
+      if (
+        readJournal(journalOf(s)).records.filter((r) => r.event === "turn_started").length === 3
+      ) {
+        break;
+      }
+      await Bun.sleep(50);
+    }
+    const r = await turnguard([
+      "wait",
+      "ide",
+      "--print",
+      "--timeout",
+      "0.5",
+      "--journal",
+      journalOf(s),
+    ]);
+    expect(r.stdout).not.toContain("the earlier answer");
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("ide turn 1 (session sess-1) has not finished");
+  });
+
+  test("wait reports the new turn's failure, and log lists the turns as they happened", async () => {
+    const s = scratch();
+    const sessionId = await earlierProxy(s);
+    const p = proxy(s, []);
+    const c = rawClient(p);
+    expect(await c.open()).toBe(sessionId);
+    expect((await c.prompt(sessionId, "flaky 1 log never").response).error).toMatchObject({
+      code: -32603,
+    });
+    p.child.stdin!.end();
+    await p.exited;
+    const r = await turnguard(["wait", "ide", "--print", "--journal", journalOf(s)]);
+    expect(r.stdout).not.toContain("the earlier answer");
+    expect(r.stdout).toStartWith("ide  ready: turn failed\n");
+    expect(r.code).toBe(1);
+    const log = await turnguard(["log", "ide", "--json", "--journal", journalOf(s)]);
+    const rows = log.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(rows.map((row) => [row.turn, row.status])).toEqual([[1, "ok"], [2, "ok"], [
+      1,
+      "failed",
+    ]]);
   });
 });
 

@@ -6,7 +6,7 @@ import { JournalReader, readJournal } from "../lib/journal/reader.ts";
 import type { JournalRecord } from "../lib/journal/records.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
 import type { Outcome } from "../lib/outcome.ts";
-import { emptyState, findSession, foldRecords, latestTurn, verdict } from "../lib/journal/fold.ts";
+import { emptyState, foldRecords, latestTurn, verdict } from "../lib/journal/fold.ts";
 import { BUN, FAKE_AGY, homeEnv, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
 import { testOutcome } from "./helpers/outcome.ts";
 
@@ -260,9 +260,8 @@ describe("a reader racing the writer never sees a failed turn without its retry 
     while (!done) {
       foldRecords(reader.read().records, state);
       seen.reads++;
-      const session = findSession(state);
-      if (session) {
-        const turn = latestTurn(session);
+      const turn = latestTurn(state);
+      if (turn) {
         const v = verdict(turn);
         if (v.kind === "pending") seen.noRetry++;
         if (v.kind === "running" && turn.retry?.state === "waiting") seen.decidedBeforeEnd++;

@@ -18,7 +18,7 @@ import {
   processStart,
 } from "../lib/process_identity.ts";
 import { logRow, printReport, stateLine, waitRow } from "../lib/journal/report.ts";
-import { findSession, foldRecords, latestTurn, verdict, withOwner } from "../lib/journal/fold.ts";
+import { foldRecords, latestTurn, verdict, withOwner } from "../lib/journal/fold.ts";
 import { runProcess, turnguard } from "./helpers/cli.ts";
 import { capacityError, testOutcome } from "./helpers/outcome.ts";
 
@@ -121,7 +121,7 @@ describe("process identity", () => {
 
 describe("the fold with the owner's liveness passed in", () => {
   const turnOf = (records: JournalRecord[], alive: boolean) =>
-    withOwner(latestTurn(findSession(foldRecords(records))!), alive);
+    withOwner(latestTurn(foldRecords(records))!, alive);
   // [name, records, owner alive, verdict]
   const rows: Array<[string, JournalRecord[], boolean, string]> = [
     ["running, owner alive", [started(7)], true, "running"],

@@ -9,7 +9,7 @@ import {
   stateLine,
   waitRow,
 } from "../lib/journal/report.ts";
-import { findSession, foldRecords, latestTurn, recentTurns, verdict } from "../lib/journal/fold.ts";
+import { foldRecords, latestTurn, recentTurns, verdict } from "../lib/journal/fold.ts";
 import { capacityError, testOutcome } from "./helpers/outcome.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
@@ -192,7 +192,7 @@ describe("fold: where the latest turn stands", () => {
   ];
   for (const [name, records, want, retryState, line] of rows) {
     test(name, () => {
-      const turn = latestTurn(findSession(foldRecords(records))!);
+      const turn = latestTurn(foldRecords(records))!;
       const v = verdict(turn);
       expect(v.kind === "done" ? `done ${v.failed ? "failed" : "ok"}` : v.kind).toBe(want);
       expect(turn.running ? null : waitRow(turn).retry?.state ?? null).toBe(retryState);
@@ -201,7 +201,7 @@ describe("fold: where the latest turn stands", () => {
   }
 });
 
-describe("findSession", () => {
+describe("latestTurn", () => {
   const state = foldRecords([
     S(1, "a", "w1"),
     S(1, "b", "w2"),
@@ -217,7 +217,7 @@ describe("findSession", () => {
   ];
   for (const [target, want] of rows) {
     test(`${target} -> ${want}`, () => {
-      expect(findSession(state, target)?.session ?? null).toBe(want);
+      expect(latestTurn(state, target)?.session ?? null).toBe(want);
     });
   }
   test("recentTurns lists the latest turns in start order", () => {
@@ -231,7 +231,7 @@ describe("findSession", () => {
 
 describe("reports", () => {
   const NOW = T0 + 28_000; // nextAt is T0+100s: 72 s to go
-  const turnOf = (records: JournalRecord[]) => latestTurn(findSession(foldRecords(records))!);
+  const turnOf = (records: JournalRecord[]) => latestTurn(foldRecords(records))!;
 
   test("the classic bug: a failed turn that said nothing never shows the turn before it", () => {
     const records = [
@@ -323,7 +323,7 @@ describe("reports", () => {
         "2026-01-01T00:00:02Z  w1  s1  #2  failed   capacity  1.5s  retry 1/2 waits\n" +
         "2026-01-01T00:00:03Z  w1  s1  #3  running  -         -\n",
     );
-    expect(logRow(latestTurn(findSession(state)!))).toEqual({
+    expect(logRow(latestTurn(state)!)).toEqual({
       startedAt: "2026-01-01T00:00:03.000Z",
       name: "w1",
       session: "s1",

@@ -1,12 +1,13 @@
 /**
- * `turnguard log [NAME|SESSION] [--limit N] [--json]`: the recent turns, one line each
- * with status, category, duration and retry, for people; one JSON row each with --json.
+ * `turnguard log [NAME|SESSION] [--limit N] [--json]`: the recent turns (of the sessions
+ * with that id or name), one line each with status, category, duration and retry, for
+ * people; one JSON row each with --json.
  */
 import { TurnguardError, UsageError } from "../errors.ts";
 import { journalPath } from "../journal/files.ts";
-import { readJournal } from "../journal/reader.ts";
+import { readTail } from "../journal/tail.ts";
 import { formatLog, logRow } from "../journal/report.ts";
-import { foldRecords, recentTurns, type TurnView } from "../journal/fold.ts";
+import { foldRead, recentTurns } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";
 
@@ -35,26 +36,15 @@ export function logCommand(argv: string[]): number {
   }
   const target = positionals[0];
   const path = journalPath(values.journal, envRecord(), process.cwd());
-  const read = readJournal(path);
+  // Read from the journal's end: only the turns shown are parsed.
+  const read = readTail(path, { target, limit });
   for (const d of read.diagnostics) process.stderr.write(`turnguard: ${d}\n`);
-  const state = foldRecords(read.records);
-  let turns: TurnView[];
-  if (target === undefined) {
-    turns = recentTurns(state, limit);
-  } else {
-    // A session id names one session; a name covers every session that carries it.
-    const exact = state.sessions.get(target);
-    const sessions = exact
-      ? [exact]
-      : [...state.sessions.values()].filter((s) => s.name === target);
-    if (sessions.length === 0) {
-      throw new TurnguardError(
-        `log: no such session or name "${target}" in the journal ${path}`,
-        WAIT_EXIT.noSession,
-      );
-    }
-    turns = sessions.flatMap((s) => recentTurns(state, limit, s)).sort((a, b) => a.seq - b.seq)
-      .slice(-limit);
+  const turns = recentTurns(foldRead(read), limit, target);
+  if (target !== undefined && turns.length === 0) {
+    throw new TurnguardError(
+      `log: no such session or name "${target}" in the journal ${path}`,
+      WAIT_EXIT.noSession,
+    );
   }
   if (values.json) {
     process.stdout.write(turns.map((t) => JSON.stringify(logRow(t)) + "\n").join(""));

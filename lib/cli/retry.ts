@@ -6,13 +6,12 @@
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
 import { journalPath } from "../journal/files.ts";
-import { readJournal } from "../journal/reader.ts";
 import type { Owner } from "../journal/records.ts";
 import { errCode } from "../logfs.ts";
 import { type OwnerState, ownerState } from "../process_identity.ts";
 import { RUN_NOW_SIGNAL } from "../retry_waits.ts";
-import { OVERDUE_MS } from "../journal/report.ts";
-import { findSession, foldRecords, latestTurn, type RetryView, verdict } from "../journal/fold.ts";
+import { readTail } from "../journal/tail.ts";
+import { foldRead, latestTurn, retryOwner, type RetryView, verdict } from "../journal/fold.ts";
 import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";
@@ -61,10 +60,11 @@ export function retryAction(
   lateMs: number,
   target: string,
 ): RetryAction {
-  if (owner === "gone") {
+  const holder = retryOwner(owner, lateMs);
+  if (holder === "gone") {
     return { kind: "refuse", message: ownerGoneMessage(r, target), exitCode: RETRY_EXIT.ownerGone };
   }
-  if (owner === "elsewhere") {
+  if (holder === "elsewhere") {
     return {
       kind: "refuse",
       message: `retry: the process that owns retry ${r.attempt} of ${r.of} for ${target} ` +
@@ -73,7 +73,7 @@ export function retryAction(
       exitCode: RETRY_EXIT.noRetry,
     };
   }
-  if (owner === "unverified" && lateMs > OVERDUE_MS) {
+  if (holder === "likely_gone") {
     return {
       kind: "refuse",
       message:
@@ -100,16 +100,15 @@ export function retryCommand(
   }
   const target = positionals[0];
   const path = journalPath(values.journal, envRecord(), process.cwd());
-  const read = readJournal(path);
+  const read = readTail(path, { target, limit: 1 });
   for (const d of read.diagnostics) process.stderr.write(`turnguard: ${d}\n`);
-  const session = findSession(foldRecords(read.records), target);
-  if (!session) {
+  const turn = latestTurn(foldRead(read), target);
+  if (!turn) {
     throw new TurnguardError(
       `retry: no such session or name "${target}" in the journal ${path}`,
       RETRY_EXIT.noSession,
     );
   }
-  const turn = latestTurn(session);
   const r = turn.retry;
   if (r?.state !== "waiting" || verdict(turn).kind !== "done") {
     const what = turn.running

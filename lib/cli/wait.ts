@@ -2,26 +2,30 @@
  * `turnguard wait [NAME|SESSION] [--print] [--json] [--timeout S]`: waits until the latest
  * turn of a session has ended and its retry decision is known, then reports it — a failed
  * turn with its own error, its own partial reply and the retry that waits, never the reply
- * of the turn before it. A turn whose process is gone is reported failed, never waited on
- * for ever; with --timeout, a session that is not in the journal yet is waited for.
+ * of the turn before it. The latest turn is the one that started last (journal order) among
+ * those whose session id or name is the target. A turn whose process is gone is reported
+ * failed (or incomplete, when a record of it was cut short), never waited on for ever; with
+ * --timeout, a session that is not in the journal yet is waited for.
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
 import { journalPath } from "../journal/files.ts";
 import { type JournalRead, JournalReader } from "../journal/reader.ts";
-import type { Owner } from "../journal/records.ts";
+import { type Owner, type RecordHead, turnKey } from "../journal/records.ts";
+import { readTail } from "../journal/tail.ts";
 import { type ChangeSignal, JournalWatch } from "../journal/watch.ts";
-import { ownerState } from "../process_identity.ts";
+import { type OwnerState, ownerState } from "../process_identity.ts";
 import { printReport, replyNote, stateLine, waitRow } from "../journal/report.ts";
 import {
   awaitsOwner,
   emptyState,
-  findSession,
-  foldRecords,
+  foldRead,
   type JournalState,
   latestTurn,
+  retryOwner,
   type TurnView,
   verdict,
   withOwner,
+  withRetryOwnerGone,
 } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
 
@@ -32,6 +36,11 @@ export const WAIT_EXIT = {
   usage: EXIT.usage,
   timedOut: 3,
   noSession: 4,
+  /**
+   * The turn's process is gone and a record it wrote was cut short (a full disk): how the
+   * turn ended is unknown.
+   */
+  incomplete: 5,
 } as const;
 
 /** A failed turn whose retry decision is missing is held this long, then reported. */
@@ -60,6 +69,8 @@ export interface WaitDeps {
   now(): number;
   /** Told about each skipped line once. */
   diagnostic(line: string): void;
+  /** The heads of the live file's last line that has no newline yet (see `heldHeads`). */
+  held(): RecordHead[];
   /**
    * Whether the process that owns a turn may still run: false only when it is known to be
    * gone (an owner on another host or in another pid namespace cannot be checked).
@@ -84,12 +95,11 @@ export async function waitForTurn(
   const latest = (): TurnView | null => {
     const read = deps.read();
     if (read.reset) state = emptyState();
-    foldRecords(read.records, state);
+    foldRead(read, state);
     for (const d of read.diagnostics) {
       if (!told.has(d)) told.add(d), deps.diagnostic(d);
     }
-    const session = findSession(state, target);
-    return session ? latestTurn(session) : null;
+    return latestTurn(state, target);
   };
   for (;;) {
     let turn = latest();
@@ -98,9 +108,10 @@ export async function waitForTurn(
       // journal now, so one more read tells.
       const probed = turn;
       turn = latest();
-      if (
-        turn?.session === probed.session && turn.turn === probed.turn && turn.pid === probed.pid
-      ) {
+      if (turn?.key === probed.key) {
+        // A last line of this turn without its newline will never be completed: cut short.
+        const key = turn.key;
+        if (deps.held().some((head) => turnKey(head) === key)) turn = { ...turn, torn: true };
         turn = withOwner(turn, false);
       }
     }
@@ -138,15 +149,24 @@ export async function waitCommand(argv: string[]): Promise<number> {
   const timeout = parseSeconds("--timeout", values.timeout);
   const target = positionals[0];
   const path = journalPath(values.journal, envRecord(), process.cwd());
-  const reader = new JournalReader(path);
+  // The first read is from the journal's end (only the target's latest turn is parsed);
+  // later reads follow what is appended from there.
   const changes = new JournalWatch(path);
+  const tail = readTail(path, { target, limit: 1 });
+  const reader = new JournalReader(path, tail.cursors);
+  let first: JournalRead | null = { ...tail, reset: false };
   let result: WaitResult;
   try {
     result = await waitForTurn(target, timeout === undefined ? null : timeout * 1000, {
-      read: () => reader.read(),
+      read: () => {
+        const read = first ?? reader.read();
+        first = null;
+        return read;
+      },
       changes,
       now: Date.now,
       diagnostic: (d) => void process.stderr.write(`turnguard: ${d}\n`),
+      held: () => reader.heldHeads(),
       ownerAlive: (owner) => ownerState(owner) !== "gone",
     });
   } finally {
@@ -170,8 +190,8 @@ export async function waitCommand(argv: string[]): Promise<number> {
     process.stderr.write(`turnguard: wait: timed out after ${values.timeout}s; ${what}\n`);
     return WAIT_EXIT.timedOut;
   }
-  const { turn } = result;
-  const failed = waitRow(turn).status === "failed";
+  const turn = waitingRetryChecked(result.turn, ownerState);
+  const { status } = waitRow(turn);
   if (values.json) {
     process.stdout.write(JSON.stringify(waitRow(turn)) + "\n");
   } else if (values.print) {
@@ -181,5 +201,24 @@ export async function waitCommand(argv: string[]): Promise<number> {
   } else {
     process.stdout.write(stateLine(turn) + "\n");
   }
-  return failed ? WAIT_EXIT.failed : WAIT_EXIT.ok;
+  return status === "failed"
+    ? WAIT_EXIT.failed
+    : status === "incomplete"
+    ? WAIT_EXIT.incomplete
+    : WAIT_EXIT.ok;
+}
+
+/**
+ * The turn, with a waiting retry whose process is gone marked so (`withRetryOwnerGone`): it
+ * will never run, so it is not announced. The check is the one `turnguard retry` makes.
+ */
+export function waitingRetryChecked(
+  turn: TurnView,
+  owner: (owner: Owner) => OwnerState,
+  now: number = Date.now(),
+): TurnView {
+  const r = turn.retry;
+  if (r?.state !== "waiting") return turn;
+  const holder = retryOwner(owner(r), now - Date.parse(r.nextAt));
+  return holder === "gone" ? withRetryOwnerGone(turn) : turn;
 }

@@ -4,14 +4,19 @@
  * wait`, `log` and `retry` are thin shells over it. Whether a turn's process still runs is
  * not in the journal: the shells check it and pass it in (`withOwner`).
  */
-import type {
-  JournalRecord,
-  Owner,
-  RetryScheduled,
-  RetrySettled,
-  RetryStarted,
+import {
+  type JournalRecord,
+  type Owner,
+  type RecordHead,
+  type RetryScheduled,
+  type RetrySettled,
+  type RetryStarted,
+  turnKey,
+  writerKey,
 } from "./records.ts";
 import type { Outcome } from "../outcome.ts";
+import type { OwnerState } from "../process_identity.ts";
+import type { RecordsRead } from "./reader.ts";
 
 /** The retry decision of a turn as the journal last told it. */
 export type RetryView =
@@ -27,14 +32,22 @@ export type RetryView =
 
 /** One turn of one session; its owner (pid, start time, pid space) as last recorded. */
 export interface TurnView extends Owner {
+  /** Session, number and writer (`turnKey`): a turn number alone repeats across processes. */
+  key: string;
   name: string;
   session: string;
   turn: number;
   /**
-   * The owner is known to be gone while the turn is unfinished: it will never end. Never
-   * set by the fold; `withOwner` sets it from a liveness check.
+   * The owner is known to be gone while the turn is unfinished (it will never end), or
+   * while its retry waits (it will never run). Never set by the fold; `withOwner` and
+   * `withRetryOwnerGone` set it from a liveness check.
    */
   ownerGone: boolean;
+  /**
+   * A record of this turn was cut short (a full disk): what it said is lost. Set by
+   * `applyTorn`.
+   */
+  torn: boolean;
   mode: "run" | "proxy" | null;
   agent: string | null;
   promptId: string | number | null;
@@ -50,53 +63,45 @@ export interface TurnView extends Owner {
   retry: RetryView | null;
   /** The attempt whose end `retry` decides (a retry_scheduled for k decides attempt k-1). */
   decidedAttempt: number | null;
-  /** Journal order of the turn's first record. */
+  /**
+   * Journal order of the turn's first record: when it happened, across writer processes.
+   * Turns are ordered by it, never by their number.
+   */
   seq: number;
 }
 
-/** One session: its turns by number. */
-export interface SessionView {
-  session: string;
-  name: string;
-  turns: Map<number, TurnView>;
-  /** The highest turn number seen. */
-  latest: number;
-  /** Journal order of the latest turn's first record. */
-  latestSeq: number;
-}
-
-/** Everything the journal says, by session. */
+/** Everything the journal says, by turn (`turnKey`). */
 export interface JournalState {
-  sessions: Map<string, SessionView>;
+  turns: Map<string, TurnView>;
   seq: number;
 }
 
 /** The state before any record. */
 export function emptyState(): JournalState {
-  return { sessions: new Map(), seq: 0 };
+  return { turns: new Map(), seq: 0 };
 }
 
-function turnOf(state: JournalState, r: JournalRecord): TurnView {
-  let session = state.sessions.get(r.session);
-  if (!session) {
-    session = { session: r.session, name: r.name, turns: new Map(), latest: r.turn, latestSeq: 0 };
-    state.sessions.set(r.session, session);
-  }
-  session.name = r.name;
-  let turn = session.turns.get(r.turn);
+/** The identity fields of a record or of a torn record's head. */
+type TurnId = Pick<RecordHead, "ts" | "name" | "session" | "turn" | "writer"> & Owner;
+
+function turnOf(state: JournalState, id: TurnId): TurnView {
+  const key = turnKey(id);
+  let turn = state.turns.get(key);
   if (!turn) {
     turn = {
-      name: r.name,
-      session: r.session,
-      turn: r.turn,
-      pid: r.pid,
-      pidStart: r.pidStart,
-      pidSpace: r.pidSpace,
+      key,
+      name: id.name,
+      session: id.session,
+      turn: id.turn,
+      pid: id.pid,
+      pidStart: id.pidStart,
+      pidSpace: id.pidSpace,
       ownerGone: false,
+      torn: false,
       mode: null,
       agent: null,
       promptId: null,
-      startedAt: r.ts,
+      startedAt: id.ts,
       attempt: 0,
       running: true,
       outcome: null,
@@ -105,22 +110,29 @@ function turnOf(state: JournalState, r: JournalRecord): TurnView {
       decidedAttempt: null,
       seq: state.seq,
     };
-    session.turns.set(r.turn, turn);
-    if (r.turn >= session.latest) {
-      session.latest = r.turn;
-      session.latestSeq = state.seq;
-    }
+    state.turns.set(key, turn);
   }
-  turn.pid = r.pid;
-  turn.pidStart = r.pidStart;
-  turn.pidSpace = r.pidSpace;
+  turn.name = id.name;
+  turn.pid = id.pid;
+  turn.pidStart = id.pidStart;
+  turn.pidSpace = id.pidSpace;
   return turn;
+}
+
+/**
+ * Applies the head of a record that was cut short: the turn it names has lost a record, so
+ * an unfinished end may be in it (see `ending` in report.ts).
+ */
+export function applyTorn(state: JournalState, head: RecordHead): JournalState {
+  state.seq++;
+  turnOf(state, head).torn = true;
+  return state;
 }
 
 /** Applies one record to the state (the accumulator is owned by the fold). */
 export function applyRecord(state: JournalState, r: JournalRecord): JournalState {
   state.seq++;
-  const turn = turnOf(state, r);
+  const turn = turnOf(state, { ...r, writer: writerKey(r) });
   switch (r.event) {
     case "turn_started":
       turn.mode = r.mode;
@@ -158,6 +170,16 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
       turn.mode ??= r.outcome.mode;
       turn.agent ??= r.outcome.agent;
       break;
+  }
+  return state;
+}
+
+/** Folds what a reader read — records and torn records, in journal order — into the state. */
+export function foldRead(read: RecordsRead, state: JournalState = emptyState()): JournalState {
+  let t = 0;
+  for (let i = 0; i <= read.records.length; i++) {
+    while (t < read.torn.length && read.torn[t].before <= i) applyTorn(state, read.torn[t++].head);
+    if (i < read.records.length) applyRecord(state, read.records[i]);
   }
   return state;
 }
@@ -207,35 +229,60 @@ export function withOwner(turn: TurnView, ownerAlive: boolean): TurnView {
   return ownerAlive || !awaitsOwner(turn) ? turn : { ...turn, ownerGone: true };
 }
 
+/** A waiting retry this late without starting is overdue: its process most likely died. */
+export const OVERDUE_MS = 60_000;
+
 /**
- * Finds a session: by exact session id, else the most recent session with that name;
- * without a target, the session whose latest turn started last. Null when none matches.
+ * Whether the process that holds a waiting retry can still run it, from its liveness and
+ * how late the retry is: `gone` (it exited, or its pid names another process), `likely_gone`
+ * (it cannot be verified, and the retry is overdue by more than OVERDUE_MS), `elsewhere` (on
+ * another host or in another pid namespace: not checkable from here), else `can_run`. The
+ * one check `turnguard retry` (before it signals) and `turnguard wait` (before it announces
+ * the retry) share.
  */
-export function findSession(state: JournalState, target?: string): SessionView | null {
-  if (target !== undefined) {
-    const exact = state.sessions.get(target);
-    if (exact) return exact;
-  }
-  let best: SessionView | null = null;
-  for (const s of state.sessions.values()) {
-    if (target !== undefined && s.name !== target) continue;
-    if (best === null || s.latestSeq > best.latestSeq) best = s;
+export function retryOwner(
+  owner: OwnerState,
+  lateMs: number,
+): "can_run" | "gone" | "likely_gone" | "elsewhere" {
+  if (owner === "gone") return "gone";
+  if (owner === "elsewhere") return "elsewhere";
+  if (owner === "unverified" && lateMs > OVERDUE_MS) return "likely_gone";
+  return "can_run";
+}
+
+/**
+ * The turn with its waiting retry's owner known to be gone: that retry will never run (a
+ * copy, marked `ownerGone`; the state is left as folded). Other turns are returned as they are.
+ */
+export function withRetryOwnerGone(turn: TurnView): TurnView {
+  return turn.retry?.state === "waiting" && !awaitsOwner(turn)
+    ? { ...turn, ownerGone: true }
+    : turn;
+}
+
+/**
+ * Whether a turn is one `wait`, `log` or `retry` was asked for: its session id or its name
+ * is the target; every turn without a target.
+ */
+export function isTarget(turn: { session: string; name: string }, target?: string): boolean {
+  return target === undefined || turn.session === target || turn.name === target;
+}
+
+/**
+ * The latest turn (the one that started last, in journal order) whose session id or name
+ * is the target; without a target, the latest turn of the journal. Null when none matches.
+ */
+export function latestTurn(state: JournalState, target?: string): TurnView | null {
+  let best: TurnView | null = null;
+  for (const t of state.turns.values()) {
+    if (isTarget(t, target) && (best === null || t.seq > best.seq)) best = t;
   }
   return best;
 }
 
-/** The latest turn of a session. */
-export function latestTurn(session: SessionView): TurnView {
-  return session.turns.get(session.latest)!;
-}
-
-/** The most recent turns (by when they started), oldest first, optionally of one session. */
-export function recentTurns(
-  state: JournalState,
-  limit: number,
-  session?: SessionView,
-): TurnView[] {
-  const sessions = session ? [session] : [...state.sessions.values()];
-  const turns = sessions.flatMap((s) => [...s.turns.values()]).sort((a, b) => a.seq - b.seq);
+/** The most recent turns (by when they started), oldest first, optionally of one target. */
+export function recentTurns(state: JournalState, limit: number, target?: string): TurnView[] {
+  const turns = [...state.turns.values()].filter((t) => isTarget(t, target))
+    .sort((a, b) => a.seq - b.seq);
   return turns.slice(Math.max(0, turns.length - limit));
 }

@@ -5,31 +5,49 @@
 import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
 import { errCode } from "../logfs.ts";
 import { journalFiles } from "./files.ts";
-import { type JournalRecord, parseLineRecovering } from "./records.ts";
+import { type JournalRecord, parseLineRecovering, readHead, type RecordHead } from "./records.ts";
+
+/** A record cut short that still names its turn, and where it was among the records read. */
+export interface TornRecord {
+  /** The index in `records` it came before. */
+  before: number;
+  head: RecordHead;
+}
+
+/** Records read, in journal order, with the torn ones that still name their turn. */
+export interface RecordsRead {
+  records: JournalRecord[];
+  torn: TornRecord[];
+}
 
 /** What one read of the journal brought. */
-export interface JournalRead {
-  /** New records in journal order. */
-  records: JournalRecord[];
+export interface JournalRead extends RecordsRead {
   /** Skipped lines, named by file and line. */
   diagnostics: string[];
   /** The files changed under the reader (truncated, replaced): `records` is everything. */
   reset: boolean;
 }
 
-interface FileCursor {
+/** Where a reader stands in one journal file. */
+export interface FileCursor {
   ino: number;
   offset: number;
   /** Bytes after the last newline: a write in progress, or a torn line. */
   partial: Uint8Array;
-  line: number;
+  /** Lines read (the line number of the last one); null when reading began past the start. */
+  line: number | null;
   path: string;
   /** The file's first bytes: a file that reuses a deleted file's inode number differs here. */
   head: Uint8Array;
 }
 
+/** Where a skipped line is: `PATH:LINE`, or `PATH (byte N)` when its line number is unknown. */
+export function lineName(path: string, line: number | null, byte: number): string {
+  return line === null ? `${path} (byte ${byte})` : `${path}:${line}`;
+}
+
 /** A journal file as one listing saw it. */
-interface Listed {
+export interface Listed {
   path: string;
   ino: number;
 }
@@ -43,12 +61,12 @@ type PassFailure =
 
 const CHUNK = 1 << 20;
 /** Bytes of a file's start kept to recognize it. */
-const HEAD_BYTES = 256;
+export const HEAD_BYTES = 256;
 /** Passes tried in one `read()` while rotations keep racing it; then it returns nothing new. */
 const MAX_PASSES = 100;
 
 /** The journal's files in reading order, with their inodes; files gone meanwhile are left out. */
-function listFiles(path: string): Listed[] {
+export function listFiles(path: string): Listed[] {
   const out: Listed[] = [];
   for (const file of journalFiles(path)) {
     try {
@@ -58,7 +76,7 @@ function listFiles(path: string): Listed[] {
   return out;
 }
 
-function sameListing(a: readonly Listed[], b: readonly Listed[]): boolean {
+export function sameListing(a: readonly Listed[], b: readonly Listed[]): boolean {
   return a.length === b.length && a.every((f, i) => f.path === b[i].path && f.ino === b[i].ino);
 }
 
@@ -80,8 +98,21 @@ export class JournalReader {
   readonly path: string;
   #cursors = new Map<number, FileCursor>();
 
-  constructor(path: string) {
+  /** A reader from the journal's start, or from where `cursors` stand (see tail.ts). */
+  constructor(path: string, cursors: readonly FileCursor[] = []) {
     this.path = path;
+    for (const c of cursors) this.#cursors.set(c.ino, { ...c });
+  }
+
+  /**
+   * The heads of the live file's last line that has no newline yet: a write in progress —
+   * or, once its writer is known to be gone, a record cut short.
+   */
+  heldHeads(): RecordHead[] {
+    const live = [...this.#cursors.values()].find((c) => c.path === this.path);
+    if (!live || live.partial.length === 0) return [];
+    const head = readHead(new TextDecoder().decode(live.partial));
+    return head?.event ? [head] : [];
   }
 
   /**
@@ -91,7 +122,11 @@ export class JournalReader {
   tornTails(): string[] {
     return [...this.#cursors.values()]
       .filter((c) => c.partial.length > 0 && c.path !== this.path)
-      .map((c) => `journal ${c.path}:${c.line + 1}: skipped a torn last line`);
+      .map((c) =>
+        `journal ${
+          lineName(c.path, c.line === null ? null : c.line + 1, c.offset - c.partial.length)
+        }: skipped a torn last line`
+      );
   }
 
   /** Reads what was appended since the last call. */
@@ -110,12 +145,12 @@ export class JournalReader {
       }
     }
     // Rotations kept racing every pass: nothing new this time, the cursors stand as they were.
-    return { records: [], diagnostics: [], reset };
+    return { records: [], torn: [], diagnostics: [], reset };
   }
 
   /** One pass over the files; a failure when it cannot be kept. */
   #pass(): Omit<JournalRead, "reset"> | PassFailure {
-    const records: JournalRecord[] = [];
+    const read: RecordsRead = { records: [], torn: [] };
     const diagnostics: string[] = [];
     const listed = listFiles(this.path);
     for (const { path, ino } of listed) {
@@ -155,7 +190,7 @@ export class JournalReader {
           if (n === 0) break;
           if (cursor.offset === 0) cursor.head = buf.slice(0, Math.min(n, HEAD_BYTES));
           cursor.offset += n;
-          this.#consume(cursor, buf.subarray(0, n), records, diagnostics);
+          this.#consume(cursor, buf.subarray(0, n), read, diagnostics);
         }
       } finally {
         closeSync(fd);
@@ -166,7 +201,7 @@ export class JournalReader {
     // Only cursors of files no longer on disk are dropped.
     const onDisk = new Set(after.map((f) => f.ino));
     for (const ino of [...this.#cursors.keys()]) if (!onDisk.has(ino)) this.#cursors.delete(ino);
-    return { records, diagnostics };
+    return { ...read, diagnostics };
   }
 
   /** Whether the open file is the one the cursor was reading: as long, and the same start. */
@@ -181,9 +216,11 @@ export class JournalReader {
   #consume(
     cursor: FileCursor,
     bytes: Uint8Array,
-    records: JournalRecord[],
+    read: RecordsRead,
     diagnostics: string[],
   ): void {
+    // The file offset of data[0].
+    const base = cursor.offset - bytes.length - cursor.partial.length;
     let data = bytes;
     if (cursor.partial.length > 0) {
       data = new Uint8Array(cursor.partial.length + bytes.length);
@@ -193,14 +230,16 @@ export class JournalReader {
     const decoder = new TextDecoder();
     let start = 0;
     for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
-      cursor.line++;
+      if (cursor.line !== null) cursor.line++;
       const line = decoder.decode(data.subarray(start, nl)).replace(/\r$/, "");
+      const at = base + start;
       start = nl + 1;
       if (line.trim() === "") continue;
       const parsed = parseLineRecovering(line);
-      records.push(...parsed.records);
+      for (const head of parsed.torn) read.torn.push({ before: read.records.length, head });
+      read.records.push(...parsed.records);
       if (parsed.error) {
-        diagnostics.push(`journal ${cursor.path}:${cursor.line}: ${parsed.error}`);
+        diagnostics.push(`journal ${lineName(cursor.path, cursor.line, at)}: ${parsed.error}`);
       }
     }
     cursor.partial = data.slice(start);

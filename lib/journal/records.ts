@@ -34,6 +34,12 @@ const CommonEntries = {
   session: v.string(),
   turn: v.number(),
   ...OwnerSchema.entries,
+  /**
+   * A random id the writing process drew once: with `session` and `turn` it names one turn,
+   * also when a later process serves the same session id and numbers its turns from 1 again.
+   * Absent in records of older versions (the owner's pid, start time and space stand in).
+   */
+  writer: v.optional(v.string()),
 };
 
 /** Why a retry decision is final. */
@@ -159,19 +165,97 @@ export function parseRecordLine(line: string): ParsedLine {
  * Parses one line, recovering records glued behind a torn one: a write cut short leaves a
  * line without its newline, and the next record lands on the same line.
  */
-export function parseLineRecovering(
-  line: string,
-): { records: JournalRecord[]; error: string | null } {
+export function parseLineRecovering(line: string): RecoveredLine {
   const whole = parseRecordLine(line);
-  if ("record" in whole) return { records: [whole.record], error: null };
+  if ("record" in whole) return { records: [whole.record], error: null, torn: [] };
   for (let at = line.indexOf(RECORD_START, 1); at !== -1; at = line.indexOf(RECORD_START, at + 1)) {
     const rest = parseLineRecovering(line.slice(at));
     if (rest.records.length > 0) {
+      const head = readHead(line.slice(0, at));
       return {
         records: rest.records,
         error: `skipped a torn record (the record glued behind it at column ${at + 1} was kept)`,
+        torn: head?.event ? [head, ...rest.torn] : rest.torn,
       };
     }
   }
-  return { records: [], error: `skipped a corrupt line: ${whole.error}` };
+  const head = readHead(line);
+  return {
+    records: [],
+    error: `skipped a corrupt line: ${whole.error}`,
+    torn: head?.event ? [head] : [],
+  };
+}
+
+/** A line read back: its records, why a part was skipped, and whose records were torn. */
+export interface RecoveredLine {
+  records: JournalRecord[];
+  error: string | null;
+  /** The heads of skipped records that still name their turn and event. */
+  torn: RecordHead[];
+}
+
+/**
+ * What a record's first fields say — its turn and event — read from the line's start
+ * without parsing the rest. It names the turn of a record cut short (a full disk), and lets
+ * a reader pass over the records of turns it does not show without parsing them.
+ */
+export interface RecordHead extends Owner {
+  ts: string;
+  name: string;
+  session: string;
+  turn: number;
+  /** Who wrote it (see `writerKey`). */
+  writer: string;
+  /** Null when the line was cut before its event. */
+  event: string | null;
+}
+
+/** A JSON string, escapes included: linear on any input (the alternatives are disjoint). */
+const JSON_STRING = String.raw`"(?:[^"\\]|\\.)*"`;
+/** A head is looked for in this many first characters of a line (longer ones are parsed). */
+const HEAD_CHARS = 8192;
+/** The fields every record starts with, in the order `formatRecord` writes them. */
+const HEAD = new RegExp(
+  String.raw`^\{"ts":(${JSON_STRING}),"name":(${JSON_STRING}),"session":(${JSON_STRING}),` +
+    String.raw`"turn":(\d{1,15}),"pid":(\d{1,15})(?:,"pidStart":(${JSON_STRING}))?` +
+    String.raw`(?:,"pidSpace":(${JSON_STRING}))?(?:,"writer":(${JSON_STRING}))?` +
+    String.raw`(?:,"event":"([a-z_]{1,40})")?`,
+);
+
+/**
+ * The head of a line as `formatRecord` writes it, or null when the line does not start so
+ * (another writer, or cut before its owner). Only a filter: what it lets through is parsed.
+ */
+export function readHead(line: string): RecordHead | null {
+  const m = HEAD.exec(line.length > HEAD_CHARS ? line.slice(0, HEAD_CHARS) : line);
+  if (m === null) return null;
+  const str = (s: string | undefined) => (s === undefined ? undefined : JSON.parse(s) as string);
+  const [, ts, name, session, turn, pid, pidStart, pidSpace, writer, event] = m;
+  const owner = { pid: Number(pid), pidStart: str(pidStart), pidSpace: str(pidSpace) };
+  return {
+    ts: str(ts)!,
+    name: str(name)!,
+    session: str(session)!,
+    turn: Number(turn),
+    ...owner,
+    writer: writerKey({ ...owner, writer: str(writer) }),
+    event: event ?? null,
+  };
+}
+
+/**
+ * Who wrote a record: its `writer` id, or for records without one its owner's pid, start
+ * time and pid space.
+ */
+export function writerKey(r: Owner & { writer?: string }): string {
+  return r.writer ?? `${r.pid}/${r.pidStart ?? ""}/${r.pidSpace ?? ""}`;
+}
+
+/**
+ * The key of one turn: session, number and writer. A turn number alone is a per-process
+ * counter: a later process that serves the same session id counts from 1 again.
+ */
+export function turnKey(r: { session: string; turn: number; writer: string }): string {
+  return `${r.session}\n${r.turn}\n${r.writer}`;
 }

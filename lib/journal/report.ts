@@ -4,10 +4,7 @@
  */
 import type { Outcome, TurnError } from "../outcome.ts";
 import { formatDuration, utf8Length } from "../text.ts";
-import type { RetryView, TurnView } from "./fold.ts";
-
-/** A waiting retry this late without starting is reported as overdue. */
-export const OVERDUE_MS = 60_000;
+import { OVERDUE_MS, type RetryView, type TurnView } from "./fold.ts";
 
 /** The retry part of a machine row. */
 export interface RetryRow {
@@ -20,12 +17,18 @@ export interface RetryRow {
   why: string | null;
 }
 
+/**
+ * A turn's status in a report: the Outcome's, `running`, or `incomplete` — its process is
+ * gone and a record it wrote was cut short (a full disk), so how it ended is unknown.
+ */
+export type ReportStatus = Outcome["status"] | "running" | "incomplete";
+
 /** The machine row of `wait --json`. */
 export interface WaitRow {
   name: string;
   session: string;
   turn: number;
-  status: Outcome["status"] | "running";
+  status: ReportStatus;
   error: TurnError | null;
   retry: RetryRow | null;
   /** The turn's own reply (a failed turn's own streamed text), never an earlier turn's. */
@@ -43,9 +46,25 @@ export function ownerGoneError(pid: number): TurnError {
   };
 }
 
-/** How a report reads a turn's end: from its outcome, or a failure when its process is gone. */
+/** The error a report gives a turn whose process is gone after a record of it was torn. */
+export function incompleteError(pid: number): TurnError {
+  return {
+    code: null,
+    message: `its process (pid ${pid}) is gone and a journal record of the turn is ` +
+      "incomplete (cut short, e.g. by a full disk): how the turn ended is unknown",
+    category: "unknown",
+    anchor: null,
+    source: null,
+  };
+}
+
+/**
+ * How a report reads a turn's end: from its outcome; when its process is gone before the
+ * end, a failure — or `incomplete` when a record of the turn was torn (the end may have
+ * been in it).
+ */
 interface Ending {
-  status: Outcome["status"] | "running";
+  status: ReportStatus;
   error: TurnError | null;
   /** The turn's own reply text. */
   reply: string;
@@ -55,9 +74,10 @@ interface Ending {
 
 function ending(turn: TurnView): Ending {
   if (turn.running || turn.outcome === null) {
-    return turn.ownerGone
-      ? { status: "failed", error: ownerGoneError(turn.pid), reply: "", orphaned: true }
-      : { status: "running", error: null, reply: "", orphaned: false };
+    if (!turn.ownerGone) return { status: "running", error: null, reply: "", orphaned: false };
+    return turn.torn
+      ? { status: "incomplete", error: incompleteError(turn.pid), reply: "", orphaned: true }
+      : { status: "failed", error: ownerGoneError(turn.pid), reply: "", orphaned: true };
   }
   const o = turn.outcome;
   return { status: o.status, error: o.error, reply: o.reply.text ?? "", orphaned: false };
@@ -82,6 +102,16 @@ export function retryRow(turn: TurnView): RetryRow | null {
     };
   }
   if (r === null || r.state === "running") return null;
+  if (r.state === "waiting" && turn.ownerGone) {
+    return {
+      state: "unknown",
+      attempt: r.attempt,
+      of: r.of,
+      reason: `its process (pid ${r.pid}) is gone; retry ${r.attempt} of ${r.of} will not run`,
+      nextAt: null,
+      why: null,
+    };
+  }
   if (r.state === "waiting") {
     return {
       state: "waiting",
@@ -118,14 +148,19 @@ export function waitRow(turn: TurnView): WaitRow {
 
 /** `NAME  ready: turn failed, retry waits` — the state line of a finished turn. */
 export function stateLine(turn: TurnView): string {
-  if (ending(turn).orphaned) return `${turn.name}  ready: turn failed (its process is gone)`;
+  const end = ending(turn);
+  if (end.status === "incomplete") {
+    return `${turn.name}  ready: turn incomplete (its process is gone, its record was cut short)`;
+  }
+  if (end.orphaned) return `${turn.name}  ready: turn failed (its process is gone)`;
   if (turn.running || turn.outcome === null) {
     const r = turn.retry;
     const retry = r?.state === "running" ? ` (retry ${r.attempt} of ${r.of})` : "";
     return `${turn.name}  running: turn ${turn.turn}${retry}`;
   }
   const status = turn.outcome.status;
-  const waits = turn.retry?.state === "waiting" && turn.decidedAttempt === turn.endedAttempt;
+  const waits = turn.retry?.state === "waiting" && !turn.ownerGone &&
+    turn.decidedAttempt === turn.endedAttempt;
   return `${turn.name}  ready: turn ${status}${waits ? ", retry waits" : ""}`;
 }
 
@@ -162,6 +197,7 @@ function withNewline(text: string): string {
 export function printReport(turn: TurnView, handle: string, now: number): string {
   const end = ending(turn);
   if (end.status === "running") return stateLine(turn) + "\n";
+  if (end.status === "incomplete") return `${stateLine(turn)}\nerror: ${end.error!.message}\n`;
   if (end.status !== "failed") return withNewline(end.reply);
   const cause = end.error?.message ?? "the turn failed without a known cause";
   return `${stateLine(turn)}\nerror: ${cause}\n${withNewline(end.reply)}${
@@ -187,7 +223,9 @@ export function replyNote(outcome: Outcome | null): string | null {
 
 /** The short retry column of `log`. */
 function retrySummary(turn: TurnView): string {
-  if (ending(turn).orphaned) return "process gone";
+  const end = ending(turn);
+  if (end.status === "incomplete") return "record incomplete";
+  if (end.orphaned || (turn.ownerGone && turn.retry?.state === "waiting")) return "process gone";
   const r = turn.retry;
   if (r === null) return turn.outcome?.status === "failed" ? "no retry decision" : "";
   switch (r.state) {
@@ -217,7 +255,7 @@ export interface LogRow {
   name: string;
   session: string;
   turn: number;
-  status: Outcome["status"] | "running";
+  status: ReportStatus;
   category: string | null;
   durationMs: number | null;
   attempts: number;
