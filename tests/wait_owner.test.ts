@@ -4,10 +4,10 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { JournalRecord } from "../lib/journal/records.ts";
+import { formatRecord, type JournalRecord } from "../lib/journal/records.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
 import type { Outcome } from "../lib/outcome.ts";
 import {
@@ -278,4 +278,63 @@ describe("wait --timeout waits for the session to appear", () => {
     },
     60_000,
   );
+});
+
+describe("a record cut short, a retry whose process is gone", () => {
+  const INCOMPLETE = (pid: number) =>
+    "w1  ready: turn incomplete (its process is gone, its record was cut short)\n" +
+    `error: its process (pid ${pid}) is gone and a journal record of the turn is incomplete ` +
+    "(cut short, e.g. by a full disk): how the turn ended is unknown\n";
+
+  test("a torn turn_ended at the journal's end: incomplete, exit 5 (not failed)", async () => {
+    const pid = await deadPid();
+    const w = new JournalWriter({ path: journal });
+    w.append(started(pid));
+    // The disk filled while the end was written: its line stops short, without a newline.
+    const end = formatRecord(ended(pid, "ok", "the answer"));
+    appendFileSync(journal, end.slice(0, end.length - 40));
+    const r = await turnguard(["wait", "w1", "--print", "--timeout", "20"], { env: env() });
+    expect([r.code, r.stdout]).toEqual([5, INCOMPLETE(pid)]);
+    const json = await turnguard(["wait", "w1", "--json", "--timeout", "20"], { env: env() });
+    expect(json.code).toBe(5);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: "incomplete", reply: "" });
+  }, 60_000);
+
+  test("a torn turn_ended with a record glued behind it: incomplete", async () => {
+    const pid = await deadPid();
+    const w = new JournalWriter({ path: journal });
+    w.append(started(pid));
+    const end = formatRecord(ended(pid, "ok", "the answer"));
+    appendFileSync(journal, end.slice(0, 200));
+    w.append({ ...started(pid), session: "other", name: "w2" });
+    const r = await turnguard(["wait", "w1", "--print", "--timeout", "20"], { env: env() });
+    expect([r.code, r.stdout]).toEqual([5, INCOMPLETE(pid)]);
+    expect(r.stderr).toContain("skipped a torn record");
+  }, 60_000);
+
+  test("a waiting retry whose process is gone is not announced", async () => {
+    const pid = await deadPid();
+    const w = new JournalWriter({ path: journal });
+    w.append(started(pid));
+    w.append({
+      ...common(pid),
+      event: "retry_scheduled",
+      attempt: 1,
+      of: 2,
+      afterMs: 100_000,
+      nextAt: new Date(Date.now() + 100_000).toISOString(),
+      reason: "capacity",
+    });
+    w.append(ended(pid, "failed"));
+    const r = await turnguard(["wait", "w1", "--print"], { env: env() });
+    expect([r.code, r.stdout]).toEqual([
+      1,
+      "w1  ready: turn failed\nerror: overloaded\n" +
+      `no retry waits (its process (pid ${pid}) is gone; retry 1 of 2 will not run)\n`,
+    ]);
+    const json = await turnguard(["wait", "w1", "--json"], { env: env() });
+    expect(JSON.parse(json.stdout).retry).toMatchObject({ state: "unknown", attempt: 1, of: 2 });
+    const log = await turnguard(["log", "w1"], { env: env() });
+    expect(log.stdout).toContain("failed");
+  }, 60_000);
 });
