@@ -24,6 +24,11 @@ export const ROTATE_KEEP = 3;
 /** A rotation lock older than this was left by a process that died; it is broken. */
 const STALE_LOCK_MS = 30_000;
 
+/** Opens the live journal file for appending (created when missing); its descriptor. */
+export function openForAppend(path: string): number {
+  return openSync(path, "a");
+}
+
 /** Options of a journal writer; tests rotate at small sizes. */
 export interface JournalWriterOptions {
   path: string;
@@ -54,7 +59,7 @@ export class JournalWriter {
       mkdirSync(dirname(this.path), { recursive: true });
       this.#dirReady = true;
     }
-    const fd = openSync(this.path, "a");
+    const fd = openForAppend(this.path);
     let size: number;
     try {
       const written = writeSync(fd, bytes);
