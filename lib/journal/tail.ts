@@ -49,8 +49,9 @@ export interface TailRead extends RecordsRead {
   cursors: FileCursor[];
 }
 
-/** Bytes read at a time, backwards. */
-const BLOCK = 64 * 1024;
+/** Bytes of the first block read backwards; each next block is twice as large, up to MAX_BLOCK. */
+const BLOCK = 16 * 1024;
+const MAX_BLOCK = 1 << 20;
 /** Tries while rotations keep racing a read; then the last try's result stands. */
 const MAX_TRIES = 20;
 
@@ -145,8 +146,10 @@ function readFileBackwards(
   let partial = new Uint8Array(0);
   let fromEnd = 0;
   let reachedStart = size === 0;
+  let blockSize = blockBytes;
   while (pos > 0 && !(end !== null && into.enough)) {
-    const from = Math.max(0, pos - blockBytes);
+    const from = Math.max(0, pos - blockSize);
+    blockSize = Math.min(blockSize * 2, Math.max(blockBytes, MAX_BLOCK));
     const block = new Uint8Array(pos - from + carry.length);
     const n = readSync(fd, block, 0, pos - from, from);
     if (n !== pos - from) break;
@@ -206,8 +209,8 @@ function readFileBackwards(
 }
 
 /**
- * Reads the latest turns that match the query from the journal's end, `blockBytes` at a
- * time (tests read in small blocks). A read that raced a rotation is done again.
+ * Reads the latest turns that match the query from the journal's end, in blocks from
+ * `blockBytes` up (tests read in small blocks). A read that raced a rotation is done again.
  */
 export function readTail(path: string, query: TailQuery, blockBytes: number = BLOCK): TailRead {
   let result: TailRead | null = null;
