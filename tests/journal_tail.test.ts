@@ -68,7 +68,16 @@ function writeJournal(seed: number, records: number, rotateBytes: number): void 
       counters.set(key, turn);
       const t = { session, turn, writer, name };
       open.set(`${key}/${turn}`, t);
-      w.append({ ...common(t), event: "turn_started", mode: "proxy", agent: "a", promptId: i });
+      const record: JournalRecord = {
+        ...common(t),
+        event: "turn_started",
+        mode: "proxy",
+        agent: "a",
+        promptId: i,
+      };
+      // Now and then cut short, with the next record glued behind it.
+      if (rand(12) === 0) appendFileSync(path, formatRecord(record).slice(0, 175 + rand(20)));
+      else w.append(record);
     } else if (roll < 8) {
       const t = running[rand(running.length)];
       open.delete(`${t.writer}/${t.session}/${t.turn}`);

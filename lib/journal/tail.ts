@@ -117,7 +117,9 @@ class Collector {
     // A turn met after `limit` others are anchored started before them: not shown.
     if (this.#anchored.size >= this.#query.limit && !this.#unanchored.has(key)) return;
     this.items.push(item);
-    if ("record" in item && item.record.event === "turn_started") {
+    // A turn's first record anchors it, also when it was cut short (its place is known).
+    const event = "record" in item ? item.record.event : item.torn.event;
+    if (event === "turn_started") {
       this.#unanchored.delete(key);
       this.#anchored.add(key);
     } else {
