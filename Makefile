@@ -19,7 +19,7 @@ build: $(DIST)
 
 $(DIST): setup $(SOURCES)
 	@mkdir -p dist
-	$(BUN) build --compile --minify main.ts --outfile $(DIST)
+	$(BUN) build --compile --minify --bytecode --format=esm main.ts --outfile $(DIST)
 
 test: setup build
 	$(BUN) test --timeout 60000

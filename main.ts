@@ -5,6 +5,7 @@
  */
 import { EXIT, TurnguardError } from "./lib/errors.ts";
 import { HELP, VERSION } from "./lib/cli/help.ts";
+import { stderr, stdioIdle, stdout } from "./lib/stdio.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
@@ -28,11 +29,11 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    process.stdout.write(HELP);
+    void stdout.write(HELP);
     return name === undefined ? EXIT.usage : 0;
   }
   if (name === "--version" || name === "version") {
-    process.stdout.write(`turnguard ${VERSION}\n`);
+    void stdout.write(`turnguard ${VERSION}\n`);
     return 0;
   }
   const command = COMMANDS[name];
@@ -43,7 +44,7 @@ export async function main(argv: string[]): Promise<number> {
     return await (await command())(rest);
   } catch (err) {
     if (err instanceof TurnguardError) {
-      process.stderr.write(`turnguard: ${err.message}\n`);
+      void stderr.write(`turnguard: ${err.message}\n`);
       return err.exitCode;
     }
     throw err;
@@ -53,6 +54,7 @@ export async function main(argv: string[]): Promise<number> {
 if (import.meta.main) {
   const code = await main(process.argv.slice(2));
   process.exitCode = code;
-  // Let pending stdout writes drain, then leave even if a stray handle is open.
-  process.stdout.write("", () => process.exit(code));
+  // Let pending output drain, then leave even if a stray handle is open.
+  await stdioIdle();
+  process.exit(code);
 }

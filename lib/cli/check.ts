@@ -10,6 +10,7 @@ import type { LoadedAnchor } from "../plugin.ts";
 import { publishSettings, selectDetectors } from "../publish/settings.ts";
 import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
+import { stdout } from "../stdio.ts";
 
 /** The profile unknown commands get: no logs, every anchor not tied to an agent. */
 const OTHER: Profile = {
@@ -109,6 +110,6 @@ export async function checkCommand(argv: string[]): Promise<number> {
     cwd: process.cwd(),
   });
   const report = checkReport(registry);
-  process.stdout.write(values.json ? JSON.stringify(report) + "\n" : formatCheck(report));
+  stdout.write(values.json ? JSON.stringify(report) + "\n" : formatCheck(report));
   return 0;
 }

@@ -14,6 +14,7 @@ import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS } from "./scan.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** The explanation as text, one line per anchor. */
 export function formatExplanation(
@@ -76,7 +77,7 @@ export async function explainCommand(argv: string[]): Promise<number> {
     return { e, diagnostics, classified };
   });
   if (values.json) {
-    process.stdout.write(
+    stdout.write(
       JSON.stringify({
         input: e.input,
         tried: e.trials.map((t) => ({
@@ -97,8 +98,8 @@ export async function explainCommand(argv: string[]): Promise<number> {
       }) + "\n",
     );
   } else {
-    process.stdout.write(formatExplanation(e, classified));
-    for (const d of diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+    stdout.write(formatExplanation(e, classified));
+    for (const d of diagnostics) stderr.write(`turnguard: ${d}\n`);
   }
   return e.winner ? 0 : 1;
 }

@@ -10,6 +10,7 @@ import { formatLog, logRow } from "../journal/report.ts";
 import { foldRead, recentTurns } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** Turns listed when --limit is not given. */
 export const DEFAULT_LOG_LIMIT = 20;
@@ -38,7 +39,7 @@ export function logCommand(argv: string[]): number {
   const path = journalPath(values.journal, envRecord(), process.cwd());
   // Read from the journal's end: only the turns shown are parsed.
   const read = readTail(path, { target, limit });
-  for (const d of read.diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+  for (const d of read.diagnostics) stderr.write(`turnguard: ${d}\n`);
   const turns = recentTurns(foldRead(read), limit, target);
   if (target !== undefined && turns.length === 0) {
     throw new TurnguardError(
@@ -47,9 +48,9 @@ export function logCommand(argv: string[]): number {
     );
   }
   if (values.json) {
-    process.stdout.write(turns.map((t) => JSON.stringify(logRow(t)) + "\n").join(""));
+    stdout.write(turns.map((t) => JSON.stringify(logRow(t)) + "\n").join(""));
   } else {
-    process.stdout.write(formatLog(turns));
+    stdout.write(formatLog(turns));
   }
   return 0;
 }

@@ -15,6 +15,7 @@ import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
 import { openTelemetry, telemetryHooks } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
@@ -58,7 +59,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
   const publish = proxyPublishHooks({ values, profile, detectors: registry.detectors, env, cwd });
-  const warn = (line: string) => void process.stderr.write(line + "\n");
+  const warn = (line: string) => void stderr.write(line + "\n");
   // Like `run`, every proxy journals its turns (`--journal`, `$TURNGUARD_JOURNAL`, else the
   // XDG state directory), so `turnguard wait` finds any session without extra flags.
   const journaling = turnJournaling(values, env, cwd, profile.name, warn);
@@ -80,7 +81,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       const problem = outcomes.append(outcome);
       if (problem && !problems.has(problem)) {
         problems.add(problem);
-        process.stderr.write(`turnguard: ${problem}\n`);
+        stderr.write(`turnguard: ${problem}\n`);
       }
     }
     : undefined;
@@ -92,8 +93,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       anchors: profileAnchors(registry.anchors, profile),
       env,
       input: process.stdin,
-      output: process.stdout,
-      stderr: process.stderr,
+      output: stdout.node(),
+      stderr: stderr.writable(),
       inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
       graceMs: grace !== undefined ? grace * 1000 : DEFAULT_GRACE_MS,
@@ -105,7 +106,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       keepReplyText: true,
       retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,
     });
-    if (result.spawnError) process.stderr.write(`turnguard: proxy: ${result.spawnError}\n`);
+    if (result.spawnError) stderr.write(`turnguard: proxy: ${result.spawnError}\n`);
     return result.exitCode;
   } finally {
     outcomes?.close();

@@ -15,6 +15,7 @@ import { foldRead, latestTurn, retryOwner, type RetryView, verdict } from "../jo
 import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { WAIT_EXIT } from "./wait.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** The flags `turnguard retry` accepts. */
 export const RETRY_OPTIONS = {
@@ -101,7 +102,7 @@ export function retryCommand(
   const target = positionals[0];
   const path = journalPath(values.journal, envRecord(), process.cwd());
   const read = readTail(path, { target, limit: 1 });
-  for (const d of read.diagnostics) process.stderr.write(`turnguard: ${d}\n`);
+  for (const d of read.diagnostics) stderr.write(`turnguard: ${d}\n`);
   const turn = latestTurn(foldRead(read), target);
   if (!turn) {
     throw new TurnguardError(
@@ -132,7 +133,7 @@ export function retryCommand(
     }
     throw new TurnguardError(`retry: cannot signal pid ${r.pid} (${code})`, RETRY_EXIT.noRetry);
   }
-  process.stdout.write(
+  stdout.write(
     `${turn.name}: retry ${r.attempt} of ${r.of} runs now (signalled pid ${r.pid})\n`,
   );
   return RETRY_EXIT.ok;

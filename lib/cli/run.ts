@@ -12,6 +12,7 @@ import { openTelemetry } from "../telemetry/export.ts";
 import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** The flags `turnguard run` accepts. */
 export const RUN_OPTIONS = {
@@ -41,7 +42,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
-  const warn = (line: string) => void process.stderr.write(line + "\n");
+  const warn = (line: string) => void stderr.write(line + "\n");
   const outcomeFile = values["outcome-file"]
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
     : null;
@@ -61,8 +62,8 @@ export async function runCommand(argv: string[]): Promise<number> {
         anchors: profileAnchors(registry.anchors, profile),
         env,
         captureStdout: values["outcome-json"] === true,
-        stdout: process.stdout,
-        stderr: process.stderr,
+        stdout: stdout.writable(),
+        stderr: stderr.writable(),
       });
       reportAttempt(result, values.verbose === true, warn);
       // Any stdout byte is a side effect: an attempt that wrote something is never repeated.
@@ -90,7 +91,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const problem = outcomeFile?.append(result.outcome) ?? null;
   outcomeFile?.close();
   if (problem) warn(`turnguard: ${problem}`);
-  if (values["outcome-json"]) process.stdout.write(JSON.stringify(result.outcome) + "\n");
+  if (values["outcome-json"]) stdout.write(JSON.stringify(result.outcome) + "\n");
   await telemetry?.close();
   return result.exitCode;
 }

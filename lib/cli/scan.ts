@@ -18,6 +18,7 @@ import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
 import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry, profileAnchors, type Registry, requireProfile } from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** How the lines of a file are read as anchor inputs. */
 export const INPUT_KINDS = ["auto", "log", "text", "error"] as const;
@@ -185,20 +186,20 @@ export async function scanCommand(argv: string[]): Promise<number> {
     const causes = scans.flatMap((s, i) =>
       s.turnCause ? [{ file: sources[i].label, ...s.turnCause }] : []
     );
-    process.stdout.write(JSON.stringify({ findings, causes, diagnostics }) + "\n");
+    stdout.write(JSON.stringify({ findings, causes, diagnostics }) + "\n");
   } else {
-    for (const f of findings) process.stdout.write(formatFinding(f) + "\n");
+    for (const f of findings) stdout.write(formatFinding(f) + "\n");
     scans.forEach((s, i) => {
       if (s.turnCause) {
-        process.stdout.write(
+        stdout.write(
           `${
             sources[i].label
           }: a turn would report line ${s.turnCause.line} (${s.turnCause.anchor})\n`,
         );
       }
     });
-    for (const d of diagnostics) process.stderr.write(`turnguard: ${d}\n`);
-    if (findings.length === 0) process.stderr.write("turnguard: scan: no anchor matched\n");
+    for (const d of diagnostics) stderr.write(`turnguard: ${d}\n`);
+    if (findings.length === 0) stderr.write("turnguard: scan: no anchor matched\n");
   }
   return findings.length > 0 ? 0 : 1;
 }

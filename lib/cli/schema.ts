@@ -2,6 +2,7 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { OutcomeSchema } from "../outcome.ts";
 import { parseOptions } from "./args.ts";
+import { stdout } from "../stdio.ts";
 
 /** Prints the JSON Schema of the Outcome (v1). */
 export function schemaCommand(argv: string[]): number {
@@ -11,6 +12,6 @@ export function schemaCommand(argv: string[]): number {
     title: "turnguard Outcome v1",
     ...toJsonSchema(OutcomeSchema, { errorMode: "ignore" }),
   };
-  process.stdout.write(JSON.stringify(schema, null, 2) + "\n");
+  stdout.write(JSON.stringify(schema, null, 2) + "\n");
   return 0;
 }

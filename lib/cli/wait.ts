@@ -28,6 +28,7 @@ import {
   withRetryOwnerGone,
 } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
+import { stderr, stdout } from "../stdio.ts";
 
 /** The exit codes of `turnguard wait`. */
 export const WAIT_EXIT = {
@@ -165,7 +166,7 @@ export async function waitCommand(argv: string[]): Promise<number> {
       },
       changes,
       now: Date.now,
-      diagnostic: (d) => void process.stderr.write(`turnguard: ${d}\n`),
+      diagnostic: (d) => void stderr.write(`turnguard: ${d}\n`),
       held: () => reader.heldHeads(),
       ownerAlive: (owner) => ownerState(owner) !== "gone",
     });
@@ -187,19 +188,19 @@ export async function waitCommand(argv: string[]): Promise<number> {
       : target === undefined
       ? `no session appeared in the journal ${path}`
       : `no session or name "${target}" appeared in the journal ${path}`;
-    process.stderr.write(`turnguard: wait: timed out after ${values.timeout}s; ${what}\n`);
+    stderr.write(`turnguard: wait: timed out after ${values.timeout}s; ${what}\n`);
     return WAIT_EXIT.timedOut;
   }
   const turn = waitingRetryChecked(result.turn, ownerState);
   const { status } = waitRow(turn);
   if (values.json) {
-    process.stdout.write(JSON.stringify(waitRow(turn)) + "\n");
+    stdout.write(JSON.stringify(waitRow(turn)) + "\n");
   } else if (values.print) {
-    process.stdout.write(printReport(turn, target ?? turn.name, Date.now()));
+    stdout.write(printReport(turn, target ?? turn.name, Date.now()));
     const note = replyNote(turn.outcome);
-    if (note) process.stderr.write(`turnguard: ${note}\n`);
+    if (note) stderr.write(`turnguard: ${note}\n`);
   } else {
-    process.stdout.write(stateLine(turn) + "\n");
+    stdout.write(stateLine(turn) + "\n");
   }
   return status === "failed"
     ? WAIT_EXIT.failed
