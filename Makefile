@@ -17,7 +17,11 @@ node_modules/.installed: package.json package-lock.json
 
 build: $(DIST)
 
-$(DIST): setup $(SOURCES)
+# The embedded defaults, parsed and validated ahead of time (lib/embedded_config.ts).
+lib/embedded_config.json: anchors.toml lib/config.ts lib/embedded_config.ts lib/anchors.ts
+	$(BUN) lib/embedded_config.ts
+
+$(DIST): setup lib/embedded_config.json $(SOURCES)
 	@mkdir -p dist
 	$(BUN) build --compile --minify --bytecode --format=esm main.ts --outfile $(DIST)
 

@@ -7,6 +7,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import embeddedToml from "../anchors.toml" with { type: "text" };
+import compiledDefaults from "./embedded_config.json" with { type: "json" };
 import { compileAnchor, DeclarativeAnchorSchema } from "./anchors.ts";
 import { ConfigError } from "./errors.ts";
 import { errCode } from "./logfs.ts";
@@ -58,6 +59,8 @@ export interface ParsedConfigFile {
   path: string;
   source: string;
   data: ConfigFile;
+  /** Lines of keys located ahead of time (`anchor[2]`); others are found in `source`. */
+  keyLines?: Readonly<Record<string, number | null>>;
 }
 
 /** The path shown for the embedded defaults. */
@@ -100,9 +103,24 @@ export function readConfigFile(path: string): ParsedConfigFile {
   return parseConfigText(path, source);
 }
 
-/** The embedded defaults, parsed (they are validated like any user file). */
+/**
+ * The embedded defaults, validated like any user file, but at build time: lib/embedded_config.ts
+ * compiles anchors.toml into lib/embedded_config.json, and a test keeps the two in step.
+ */
 export function embeddedConfig(): ParsedConfigFile {
-  return parseConfigText(EMBEDDED_PATH, embeddedToml);
+  return {
+    path: EMBEDDED_PATH,
+    source: embeddedToml,
+    // The output of parseConfigText for anchors.toml, as JSON (tests/embedded_config.test.ts).
+    data: compiledDefaults.data as ConfigFile,
+    keyLines: compiledDefaults.keyLines,
+  };
+}
+
+/** The line of `path` in a config file: located ahead of time, else found in its source. */
+function keyLine(file: ParsedConfigFile, path: readonly KeyStep[]): number | null {
+  const known = file.keyLines?.[formatKeyPath(path)];
+  return known !== undefined ? known : locateKey(file.source, path);
 }
 
 /**
@@ -173,12 +191,12 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
       });
     }
     (file.data.anchor ?? []).forEach((decl, i) => {
-      const line = locateKey(file.source, ["anchor", i]);
+      const line = keyLine(file, ["anchor", i]);
       anchors.delete(decl.id);
       anchors.set(decl.id, compileAnchor(decl, `${file.path}${line ? `:${line}` : ""}`));
     });
     (file.data.detector ?? []).forEach((decl, i) => {
-      const line = locateKey(file.source, ["detector", i]);
+      const line = keyLine(file, ["detector", i]);
       detectors.delete(decl.id);
       detectors.set(decl.id, compileDetector(decl, `${file.path}${line ? `:${line}` : ""}`));
     });
