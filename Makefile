@@ -23,7 +23,7 @@ lib/embedded_config.json: anchors.toml lib/config.ts lib/embedded_config.ts lib/
 
 $(DIST): setup lib/embedded_config.json $(SOURCES)
 	@mkdir -p dist
-	$(BUN) build --compile --minify --bytecode --format=esm main.ts --outfile $(DIST)
+	$(BUN) build --compile --minify --bytecode --format=esm --splitting main.ts --outfile $(DIST)
 
 test: setup build
 	$(BUN) test --timeout 60000

@@ -8,8 +8,7 @@
  * a replacement worker starts importing the module at once, so it is ready for the next
  * turn. Built-in packs and declarative anchors never come here: they run in-process.
  */
-import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { spendOf } from "./plugin_budget.ts";
 import workerSource from "./plugin_worker.js" with { type: "text" };
 
@@ -188,6 +187,9 @@ export class PluginWorker {
 
   #start(): Worker {
     const buffer = new SharedArrayBuffer(HEADER_BYTES + MAX_RESULT_BYTES);
+    // Loaded on first use: a run without code plugins never pays for worker_threads.
+    const { Worker } = process.getBuiltinModule("node:worker_threads");
+    const { pathToFileURL } = process.getBuiltinModule("node:url");
     const worker = new Worker(workerSource, { eval: true });
     worker.unref();
     // A worker that dies is replaced after its budget runs out; its error must not end
