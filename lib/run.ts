@@ -2,7 +2,7 @@
  * `turnguard run`: the print-mode wrapper. Snapshots the agent's logs, runs it with its
  * streams passed through byte for byte, forwards signals, then scans, decides and emits.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { classify } from "./classify.ts";
 import type { Profile } from "./config.ts";
@@ -17,6 +17,14 @@ import { withPluginBudget } from "./plugin_budget.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { capUtf8, lastLines } from "./text.ts";
 import { concatBytes, Head, Tail } from "./byte_window.ts";
+import { bun } from "./bun_api.ts";
+import {
+  type AgentExit,
+  bunPassThrough,
+  type PassThroughTaps,
+  STREAM_GRACE_MS,
+} from "./bun_pass_through.ts";
+import { StdStream } from "./stdio.ts";
 
 export { Tail };
 
@@ -40,8 +48,12 @@ export interface AgentLaunch {
 export interface RunOptions extends AgentLaunch {
   /** Keep all of stdout for the outcome instead of passing it through. */
   captureStdout: boolean;
-  stdout: Writable;
-  stderr: Writable;
+  /**
+   * Where the agent's output goes: turnguard's own stdout/stderr (lib/stdio.ts: under Bun,
+   * the agent then runs through lib/bun_pass_through.ts) or any Writable.
+   */
+  stdout: Writable | StdStream;
+  stderr: Writable | StdStream;
   now?: () => number;
   fs?: LogFs;
   turn?: number;
@@ -74,8 +86,7 @@ export function stderrCause(
   return { error: { code, message, category, anchor: null, source: null }, retry };
 }
 
-/** After the agent exits, how long its stdio may stay open (held by its own children). */
-export const STREAM_GRACE_MS = 2000;
+export { STREAM_GRACE_MS };
 
 /**
  * Waits for the agent to exit, then for its output streams to end. A grandchild the
@@ -153,18 +164,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const diagnostics: string[] = [];
   const snapshot = snapshotProfileLogs(opts.profile, opts.env, now(), opts.fs);
   const startedAt = now();
-  const child = spawn(opts.command, opts.args, {
-    stdio: ["inherit", "pipe", "pipe"],
-    env: opts.env as NodeJS.ProcessEnv,
-    cwd: opts.cwd,
-  });
   let cancelled = false;
-  const stopForwarding = forwardSignals(child, () => {
-    cancelled = true;
-  });
-  const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
-  process.on("exit", killOnExit);
-
   const stderrTail = new Tail(STDERR_TAIL_BYTES);
   const captured: Uint8Array[] = [];
   const kept = new Head(REPLY_TEXT_BYTES);
@@ -174,29 +174,30 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const decoder = new TextDecoder();
   let chars = 0;
 
-  const observeStdout = (chunk: Uint8Array) => {
-    outBytes += chunk.length;
-    meaningful ||= hasNonSpace(chunk);
-    chars += decoder.decode(chunk, { stream: true }).length;
-    if (opts.captureStdout) captured.push(chunk);
-    else kept.push(chunk);
-  };
-  if (opts.captureStdout) child.stdout!.on("data", observeStdout);
-  else {
-    pipeThrough(child.stdout!, opts.stdout, observeStdout, () => {
+  const taps = {
+    stdout: (chunk: Uint8Array) => {
+      outBytes += chunk.length;
+      meaningful ||= hasNonSpace(chunk);
+      chars += decoder.decode(chunk, { stream: true }).length;
+      if (opts.captureStdout) captured.push(chunk);
+      else kept.push(chunk);
+    },
+    stderr: (chunk: Uint8Array) => stderrTail.push(chunk),
+    readerGone: () => {
       readerGone = true;
       diagnostics.push("the reader of stdout went away (broken pipe); the agent's output was cut");
-    });
-  }
-  pipeThrough(child.stderr!, opts.stderr, (c) => stderrTail.push(c));
-
-  const exit = await waitForExit(child);
-  stopForwarding();
-  process.off("exit", killOnExit);
+    },
+    signalled: () => {
+      cancelled = true;
+    },
+  };
+  const exit = bun && opts.stdout instanceof StdStream && opts.stderr instanceof StdStream
+    ? await bunPassThrough(opts, opts.captureStdout ? null : opts.stdout, opts.stderr, taps)
+    : await nodePassThrough(opts, taps);
   chars += decoder.decode().length;
   const endedAt = now();
 
-  if (exit.error && child.pid === undefined) {
+  if (exit.error && exit.pid === undefined) {
     return spawnFailure(opts, exit.error, startedAt, endedAt, diagnostics);
   }
 
@@ -205,7 +206,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     const log = findLogCause({
       snapshot,
       spawnedAt: startedAt,
-      pid: child.pid ?? null,
+      pid: exit.pid ?? null,
       profile: opts.profile,
       anchors: opts.anchors,
       now: endedAt,
@@ -256,6 +257,31 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     stderrWasEmpty: stderrTail.text().trim() === "",
     readerGone,
   };
+}
+
+/**
+ * The portable pass-through (Deno, and callers with streams of their own): the agent
+ * through node:child_process, its output copied with backpressure.
+ */
+async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise<AgentExit> {
+  const writable = (s: Writable | StdStream) => s instanceof StdStream ? s.writable() : s;
+  // Loaded here: under Bun, a run never needs node:child_process.
+  const { spawn } = process.getBuiltinModule("node:child_process");
+  const child = spawn(opts.command, opts.args, {
+    stdio: ["inherit", "pipe", "pipe"],
+    env: opts.env as NodeJS.ProcessEnv,
+    cwd: opts.cwd,
+  });
+  const stopForwarding = forwardSignals(child, taps.signalled);
+  const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
+  process.on("exit", killOnExit);
+  if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
+  else pipeThrough(child.stdout!, writable(opts.stdout), taps.stdout, taps.readerGone);
+  pipeThrough(child.stderr!, writable(opts.stderr), taps.stderr);
+  const exit = await waitForExit(child);
+  stopForwarding();
+  process.off("exit", killOnExit);
+  return { pid: child.pid, ...exit };
 }
 
 /** Whether a chunk holds anything but ASCII white space. */

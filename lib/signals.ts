@@ -1,6 +1,5 @@
 /** Signal names and numbers, and forwarding of a wrapper's signals to its child. */
 import { constants } from "node:os";
-import type { ChildProcess } from "node:child_process";
 
 /** The signals a wrapper forwards to the agent it runs. */
 export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"] as const;
@@ -17,12 +16,19 @@ export function signalExitCode(name: string): number {
   return 128 + signalNumber(name);
 }
 
+/** A child process signals can be forwarded to (node:child_process's or Bun's). */
+export interface Signallable {
+  readonly exitCode: number | null;
+  readonly signalCode: string | null;
+  kill(signal: ForwardedSignal): unknown;
+}
+
 /**
  * Forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to `child` until the returned function is
  * called. `onSignal` is told of each one (the turn counts as cancelled).
  */
 export function forwardSignals(
-  child: ChildProcess,
+  child: Signallable,
   onSignal: (signal: ForwardedSignal) => void,
 ): () => void {
   const handlers = FORWARDED_SIGNALS.map((signal) => {

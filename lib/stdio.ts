@@ -7,20 +7,13 @@
  * process can exit without cutting a byte.
  */
 import type { Writable } from "node:stream";
+import { bun } from "./bun_api.ts";
 
 /** Which of the two streams. */
 export type StdName = "stdout" | "stderr";
 
-interface BunWrite {
-  write(dest: unknown, data: string | Uint8Array): Promise<number>;
-  stdout: unknown;
-  stderr: unknown;
-}
-
-const bun = (globalThis as { Bun?: BunWrite }).Bun;
-
 /** One standard stream: an ordered queue of writes to its descriptor. */
-class StdStream {
+export class StdStream {
   #tail: Promise<void> = Promise.resolve();
   #pending = 0;
   #broken = false;

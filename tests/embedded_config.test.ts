@@ -2,12 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  EMBEDDED_PATH,
-  embeddedConfig,
-  mergeConfigs,
-  parseConfigText,
-} from "../lib/config.ts";
+import { EMBEDDED_PATH, embeddedConfig, mergeConfigs, parseConfigText } from "../lib/config.ts";
 import { compileDefaults, EMBEDDED_JSON } from "../lib/embedded_config.ts";
 import { ROOT } from "./helpers/cli.ts";
 
@@ -30,8 +25,10 @@ describe("embedded defaults", () => {
     const parsed = mergeConfigs([parseConfigText(EMBEDDED_PATH, toml)]);
     expect(compiled.profiles).toEqual(parsed.profiles);
     const shape = (m: typeof compiled) =>
-      JSON.stringify([m.declarativeAnchors, m.declarativeDetectors], (_, v) =>
-        v instanceof RegExp ? String(v) : typeof v === "function" ? "fn" : v);
+      JSON.stringify(
+        [m.declarativeAnchors, m.declarativeDetectors],
+        (_, v) => v instanceof RegExp ? String(v) : typeof v === "function" ? "fn" : v,
+      );
     expect(shape(compiled)).toBe(shape(parsed));
     expect(compiled.declarativeAnchors.map((a) => a.origin)).toContain(
       `${EMBEDDED_PATH}:41`,

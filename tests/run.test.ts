@@ -13,7 +13,7 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { OutcomeSchema } from "../lib/outcome.ts";
 import { spawn } from "node:child_process";
-import { BUN, FAKE_AGY, homeEnv, MAIN, turnguard } from "./helpers/cli.ts";
+import { BUN, DENO, FAKE_AGY, homeEnv, MAIN, turnguard } from "./helpers/cli.ts";
 
 let home: string;
 beforeEach(() => {
@@ -137,50 +137,72 @@ describe("turnguard run with a fake agy", () => {
     expect(r.code).toBe(0);
   });
 
-  test("a grandchild holding stdout open does not hang the turn", async () => {
-    const agent = join(home, "leaves-a-child");
-    writeFileSync(agent, "#!/bin/sh\nsleep 30 &\necho answer\n", { mode: 0o755 });
-    const started = Date.now();
-    const r = await turnguard(["run", "--outcome-json", "--", agent], { env: env() });
-    expect(JSON.parse(r.stdout).reply.text).toBe("answer\n");
-    expect(Date.now() - started).toBeLessThan(20_000);
-  });
+  // Under Bun the agent runs through Bun.spawn (lib/bun_pass_through.ts), under Deno
+  // through node:child_process (lib/run.ts): both paths keep the same promises.
+  for (const runtime of ["bun", "deno"] as const) {
+    test(`a grandchild holding stdout open does not hang the turn (${runtime})`, async () => {
+      const agent = join(home, "leaves-a-child");
+      writeFileSync(agent, "#!/bin/sh\nsleep 30 &\necho answer\n", { mode: 0o755 });
+      const started = Date.now();
+      const r = await turnguard(["run", "--outcome-json", "--", agent], { env: env(), runtime });
+      expect(JSON.parse(r.stdout).reply.text).toBe("answer\n");
+      expect(Date.now() - started).toBeLessThan(20_000);
+    });
+  }
 });
 
 describe("pass-through under pressure", () => {
-  test("a slow reader still gets every byte after the agent has exited", async () => {
-    const child = spawn(BUN, [MAIN, "run", "--", "sh", "-c", "head -c 300000 /dev/zero"], {
-      env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
-      stdio: ["ignore", "pipe", "pipe"],
+  for (const runtime of ["bun", "deno"] as const) {
+    test(`a slow reader still gets every byte after the agent has exited (${runtime})`, async () => {
+      const child = spawn(runtime === "bun" ? BUN : DENO, [
+        ...(runtime === "bun" ? [] : ["run", "-A"]),
+        MAIN,
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "head -c 300000 /dev/zero",
+      ], {
+        env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let received = 0;
+      child.stdout!.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+        child.stdout!.pause();
+        setTimeout(() => child.stdout!.resume(), 600);
+      });
+      const ended = new Promise((done) => child.stdout!.once("end", done));
+      const code = await new Promise((done) => child.on("close", done));
+      await ended;
+      expect(received).toBe(300000);
+      expect(code).toBe(0);
     });
-    let received = 0;
-    child.stdout!.on("data", (chunk: Buffer) => {
-      received += chunk.length;
-      child.stdout!.pause();
-      setTimeout(() => child.stdout!.resume(), 600);
-    });
-    const ended = new Promise((done) => child.stdout!.once("end", done));
-    const code = await new Promise((done) => child.on("close", done));
-    await ended;
-    expect(received).toBe(300000);
-    expect(code).toBe(0);
-  });
 
-  test("a reader that goes away does not hang the wrapper (agent | head)", async () => {
-    const child = spawn(BUN, [MAIN, "run", "--", "sh", "-c", "yes | head -c 30000000"], {
-      env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
-      stdio: ["ignore", "pipe", "pipe"],
+    test(`a reader that goes away does not hang the wrapper (agent | head) (${runtime})`, async () => {
+      const child = spawn(runtime === "bun" ? BUN : DENO, [
+        ...(runtime === "bun" ? [] : ["run", "-A"]),
+        MAIN,
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "yes | head -c 30000000",
+      ], {
+        env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stderr = "";
+      child.stderr!.on("data", (c) => (stderr += c));
+      child.stdout!.once("data", () => child.stdout!.destroy());
+      const code = await new Promise((done) => child.on("close", done));
+      // The agent meets a closed pipe (SIGPIPE, or ECONNRESET on a socket pair) and stops;
+      // turnguard neither hangs nor crashes nor adds a failure line of its own.
+      expect(code).not.toBe(0);
+      expect(stderr).not.toContain("turnguard");
+      expect(stderr).not.toContain("EPIPE");
     });
-    let stderr = "";
-    child.stderr!.on("data", (c) => (stderr += c));
-    child.stdout!.once("data", () => child.stdout!.destroy());
-    const code = await new Promise((done) => child.on("close", done));
-    // The agent meets a closed pipe (SIGPIPE, or ECONNRESET on a socket pair) and stops;
-    // turnguard neither hangs nor crashes nor adds a failure line of its own.
-    expect(code).not.toBe(0);
-    expect(stderr).not.toContain("turnguard");
-    expect(stderr).not.toContain("EPIPE");
-  });
+  }
 
   test("whitespace alone is no answer: a swallowed quota failure still shows", async () => {
     const agent = join(home, "agy");

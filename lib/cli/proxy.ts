@@ -93,7 +93,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       anchors: profileAnchors(registry.anchors, profile),
       env,
       input: process.stdin,
-      output: stdout.node(),
+      output: stdout.writable(),
       stderr: stderr.writable(),
       inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,

@@ -62,8 +62,8 @@ export async function runCommand(argv: string[]): Promise<number> {
         anchors: profileAnchors(registry.anchors, profile),
         env,
         captureStdout: values["outcome-json"] === true,
-        stdout: stdout.writable(),
-        stderr: stderr.writable(),
+        stdout,
+        stderr,
       });
       reportAttempt(result, values.verbose === true, warn);
       // Any stdout byte is a side effect: an attempt that wrote something is never repeated.
