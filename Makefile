@@ -39,8 +39,11 @@ fmt: setup
 demo: build
 	@bash examples/demo.sh
 
+# Every goal against its floor (bench/goals.ts, writes bench/results.json), then the
+# detailed proxy and run-mode figures.
 bench: setup build
-	@for f in bench/*.ts; do echo "## $$f"; $(BUN) $$f || exit 1; done
+	$(BUN) bench/goals.ts
+	@for f in bench/proxy.ts bench/run_mode.ts; do echo "## $$f"; $(BUN) $$f || exit 1; done
 
 clean:
-	rm -rf dist
+	rm -rf dist bench/results.json

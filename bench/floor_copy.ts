@@ -3,12 +3,14 @@
  * stdin to the agent and the agent's stdout to stdout with Bun-native I/O, reading nothing.
  * The least any program between a client and an agent must do.
  */
+import { bun } from "../lib/bun_api.ts";
+
 const command = process.argv.slice(2);
-const child = Bun.spawn(command, { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+const child = bun!.spawn(command, { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
 
 async function toAgent(): Promise<void> {
   try {
-    for await (const chunk of Bun.stdin.stream()) {
+    for await (const chunk of bun!.stdin.stream()) {
       child.stdin.write(chunk);
       await child.stdin.flush();
     }
@@ -17,7 +19,7 @@ async function toAgent(): Promise<void> {
 }
 
 async function toClient(): Promise<void> {
-  for await (const chunk of child.stdout) await Bun.write(Bun.stdout, chunk);
+  for await (const chunk of child.stdout) await bun!.write(bun!.stdout, chunk);
 }
 
 void toAgent();

@@ -261,6 +261,23 @@ describe("peek", () => {
     expect(span === null ? null : spanText(line, span)).toBe(text);
   });
 
+  test("chunk text is measured in the pass that checks it", () => {
+    const units = (line: Uint8Array) => peekChunkText(line, peekUpdate(line)!)?.units;
+    expect(units(chunk("héllo 😀"))).toBe("héllo 😀".length);
+    expect(units(chunk(""))).toBe(0);
+    const raw = (text: number[]) => {
+      const [before, after] = new TextDecoder().decode(chunk("MARK")).split("MARK");
+      return new Uint8Array([...enc(before), ...text, ...enc(after)]);
+    };
+    // Not well-formed UTF-8: the decoder decides the length (null); a control character
+    // anywhere refuses the fast path, before or after the bad byte.
+    expect(units(raw([0x61, 0xff, 0x62]))).toBeNull();
+    expect(units(raw([0x61, 0xff, 0x62]))).not.toBeUndefined();
+    for (const text of [[0x61, 0x01], [0xff, 0x01], [0x01, 0xff], [0xe2, 0x82, 0x01]]) {
+      expect(peekChunkText(raw(text), peekUpdate(raw(text))!)).toBeNull();
+    }
+  });
+
   test("property: utf16Length agrees with the decoder, or declines", () => {
     let seed = 11;
     const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;

@@ -49,6 +49,7 @@ export class LineSplitter {
   /** Splits one chunk; `emit` is called for every segment it completes. */
   push(chunk: Uint8Array, emit: SegmentSink): void {
     if (chunk.length === 0) return;
+    chunk = plainView(chunk);
     let start = 0;
     if (this.#oversize) {
       const nl = chunk.indexOf(LF);
@@ -121,6 +122,16 @@ export class LineSplitter {
     this.#held = [];
     this.#heldBytes = 0;
   }
+}
+
+/**
+ * The bytes as a plain Uint8Array (no copy). Segments are views of their chunk, one per
+ * line: a view of a Node Buffer is a Buffer, which costs Bun a prototype change each.
+ */
+function plainView(chunk: Uint8Array): Uint8Array {
+  return Object.getPrototypeOf(chunk) === Uint8Array.prototype
+    ? chunk
+    : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);
 }
 
 /** Joins byte arrays whose total length is known (into memory it does not clear first). */

@@ -10,11 +10,10 @@
  * look allocates nothing for the common kinds: the session is compared as bytes.
  */
 
-import { Buffer } from "node:buffer";
-
+const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const HEAD = Buffer.from('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"');
-const MID = Buffer.from('","update":{"sessionUpdate":"');
+const HEAD = encoder.encode('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"');
+const MID = encoder.encode('","update":{"sessionUpdate":"');
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
@@ -31,7 +30,7 @@ const KNOWN_KINDS = [
   "current_mode_update",
   "config_option_update",
   "session_info_update",
-].map((kind) => ({ kind, bytes: Buffer.from(kind) }));
+].map((kind) => ({ kind, bytes: encoder.encode(kind) }));
 
 /** Where a canonical `session/update` line keeps its session and kind. */
 export interface UpdatePeek {
@@ -44,15 +43,11 @@ export interface UpdatePeek {
   end: number;
 }
 
-/**
- * True when `line` holds `bytes` at `at`. Compared natively (memcmp, no view made): a
- * proxy looks at every line's first 70 bytes, and a JavaScript byte loop there cost about
- * a tenth of its CPU.
- */
+/** True when `line` holds `bytes` at `at`. */
 export function bytesAt(line: Uint8Array, at: number, bytes: Uint8Array): boolean {
-  const end = at + bytes.length;
-  if (line.length < end) return false;
-  return Buffer.prototype.compare.call(bytes, line, at, end) === 0;
+  if (line.length < at + bytes.length) return false;
+  for (let i = 0; i < bytes.length; i++) if (line[at + i] !== bytes[i]) return false;
+  return true;
 }
 
 /** The closing quote of a short JSON string with no escapes starting at `from`; else -1. */
@@ -91,13 +86,19 @@ export function peekedSessionId(line: Uint8Array, peek: UpdatePeek): string {
   return decoder.decode(line.subarray(peek.idStart, peek.idEnd));
 }
 
-const TEXT_HEAD = Buffer.from(',"content":{"type":"text","text":"');
-const TEXT_TAIL = Buffer.from('"}}}}');
+const TEXT_HEAD = encoder.encode(',"content":{"type":"text","text":"');
+const TEXT_TAIL = encoder.encode('"}}}}');
 
 /** Where the text of a canonical `agent_message_chunk` line is: `line[start, end)`. */
 export interface TextSpan {
   start: number;
   end: number;
+  /**
+   * The text's length in UTF-16 units (JavaScript characters), measured in the same pass
+   * that checked it; null when its bytes are not well-formed UTF-8 (the decoder's
+   * replacement characters decide the length then).
+   */
+  units: number | null;
 }
 
 /**
@@ -117,8 +118,10 @@ export function peekChunkText(line: Uint8Array, peek: UpdatePeek): TextSpan | nu
   const tailOk = rest === 0 || (rest === 1 && line[line.length - 1] === 0x0a) ||
     (rest === 2 && line[line.length - 2] === 0x0d && line[line.length - 1] === 0x0a);
   if (!tailOk) return null;
-  for (let i = start; i < close; i++) if (line[i] < 0x20) return null;
-  return { start, end: close };
+  // One pass over the text: it is checked for control characters and measured at once.
+  const units = measureUtf8(line, start, close, true);
+  if (units === HAS_CONTROL) return null;
+  return { start, end: close, units };
 }
 
 /** Decodes a span of a line as UTF-8. */
@@ -132,10 +135,27 @@ export function spanText(line: Uint8Array, span: TextSpan): string {
  * characters decide the length then).
  */
 export function utf16Length(bytes: Uint8Array, start: number, end: number): number | null {
+  return measureUtf8(bytes, start, end, false);
+}
+
+/** What measureUtf8 answers when asked to refuse control characters and one is there. */
+const HAS_CONTROL = -1;
+
+/**
+ * utf16Length, optionally refusing control characters (bytes below 0x20) on the way:
+ * HAS_CONTROL when one is found, whether or not the bytes are well-formed.
+ */
+function measureUtf8(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  refuseControl: boolean,
+): number | null {
   let n = 0;
   for (let i = start; i < end; i++) {
     const b = bytes[i];
     if (b < 0x80) {
+      if (b < 0x20 && refuseControl) return HAS_CONTROL;
       n++;
       continue;
     }
@@ -151,13 +171,21 @@ export function utf16Length(bytes: Uint8Array, start: number, end: number): numb
       extra = 3;
       if (b === 0xf0) low = 0x90;
       if (b === 0xf4) high = 0x8f;
-    } else return null;
-    if (i + extra >= end) return null;
+    } else return malformed(bytes, i, end, refuseControl);
+    if (i + extra >= end) return malformed(bytes, i, end, refuseControl);
     const second = bytes[i + 1];
-    if (second < low || second > high) return null;
-    for (let k = 2; k <= extra; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return null;
+    if (second < low || second > high) return malformed(bytes, i, end, refuseControl);
+    for (let k = 2; k <= extra; k++) {
+      if ((bytes[i + k] & 0xc0) !== 0x80) return malformed(bytes, i, end, refuseControl);
+    }
     n += extra === 3 ? 2 : 1;
     i += extra;
   }
   return n;
+}
+
+/** Not well-formed from `from` on: null, or HAS_CONTROL when a control character follows. */
+function malformed(bytes: Uint8Array, from: number, end: number, refuseControl: boolean) {
+  if (refuseControl) for (let i = from; i < end; i++) if (bytes[i] < 0x20) return HAS_CONTROL;
+  return null;
 }

@@ -7,7 +7,7 @@ import type { ToolCallState } from "../plugin.ts";
 import type { Snapshot } from "../snapshot.ts";
 import { applyToolCallUpdate } from "../publish/tool_calls.ts";
 import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "./jsonrpc.ts";
-import { bytesAt, peekChunkText, spanText, type UpdatePeek, utf16Length } from "./peek.ts";
+import { bytesAt, peekChunkText, spanText, type UpdatePeek } from "./peek.ts";
 import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
 
 /** Update kinds that show the agent is producing something (besides message text). */
@@ -158,7 +158,7 @@ export function observeUpdateLine(
       turn.lastActivityAt = now;
       // Text nobody keeps (any more) only counts: no need to decode it (unless its bytes
       // are not valid UTF-8, which decoding replaces).
-      const length = turn.reply.open ? null : utf16Length(line, span.start, span.end);
+      const length = turn.reply.open ? null : span.units;
       if (length !== null) turn.chars += length;
       else addText(turn, spanText(line, span));
       return;
