@@ -312,6 +312,25 @@ describe("peek", () => {
     expect(t.chars).toBe(80_000 + 5);
   });
 
+  test("a chunk longer than the kept reply: only its head is decoded, the same text kept", () => {
+    const cases = [
+      ["x".repeat(70_000), "abc"],
+      ["€".repeat(30_000), "abc"], // the cut falls inside a 3-byte character
+      ["é".repeat(40_000), "😀"],
+      ["short ", "😀".repeat(20_000), "tail"],
+    ];
+    for (const texts of cases) {
+      const peeked = turn();
+      const parsed = turn();
+      for (const text of texts) {
+        const line = chunk(text);
+        observeUpdateLine(peeked, peekUpdate(line)!, line, 1);
+        observeUpdate(parsed, JSON.parse(new TextDecoder().decode(line)).params.update, 1);
+      }
+      expect([peeked.chars, turnText(peeked)]).toEqual([parsed.chars, turnText(parsed)]);
+    }
+  });
+
   test("a peeked line and its parse agree", () => {
     const line = chunk("wörld");
     const t1 = turn();

@@ -124,6 +124,17 @@ export function peekChunkText(line: Uint8Array, peek: UpdatePeek): TextSpan | nu
   return { start, end: close, units };
 }
 
+/**
+ * The first bytes of a span, at most `maxBytes`, cut on a character boundary (never inside
+ * a UTF-8 sequence): its decoded text is the longest head of the span's text that fits.
+ */
+export function spanHead(line: Uint8Array, span: TextSpan, maxBytes: number): TextSpan {
+  if (span.end - span.start <= maxBytes) return span;
+  let end = span.start + maxBytes;
+  while (end > span.start && (line[end] & 0xc0) === 0x80) end--;
+  return { start: span.start, end, units: null };
+}
+
 /** Decodes a span of a line as UTF-8. */
 export function spanText(line: Uint8Array, span: TextSpan): string {
   return decoder.decode(line.subarray(span.start, span.end));
@@ -186,6 +197,6 @@ function measureUtf8(
 
 /** Not well-formed from `from` on: null, or HAS_CONTROL when a control character follows. */
 function malformed(bytes: Uint8Array, from: number, end: number, refuseControl: boolean) {
-  if (refuseControl) for (let i = from; i < end; i++) if (bytes[i] < 0x20) return HAS_CONTROL;
+  if (refuseControl) { for (let i = from; i < end; i++) if (bytes[i] < 0x20) return HAS_CONTROL; }
   return null;
 }

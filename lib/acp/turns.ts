@@ -7,7 +7,7 @@ import type { ToolCallState } from "../plugin.ts";
 import type { Snapshot } from "../snapshot.ts";
 import { applyToolCallUpdate } from "../publish/tool_calls.ts";
 import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "./jsonrpc.ts";
-import { bytesAt, peekChunkText, spanText, type UpdatePeek } from "./peek.ts";
+import { bytesAt, peekChunkText, spanHead, spanText, type UpdatePeek } from "./peek.ts";
 import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
 
 /** Update kinds that show the agent is producing something (besides message text). */
@@ -156,11 +156,15 @@ export function observeUpdateLine(
     const span = peekChunkText(line, peek);
     if (span !== null) {
       turn.lastActivityAt = now;
-      // Text nobody keeps (any more) only counts: no need to decode it (unless its bytes
-      // are not valid UTF-8, which decoding replaces).
-      const length = turn.reply.open ? null : span.units;
-      if (length !== null) turn.chars += length;
-      else addText(turn, spanText(line, span));
+      // Well-formed text is counted from its bytes, and only a head the reply can keep is
+      // decoded (a long chunk is never held whole as a string). A cut head is longer than
+      // the limit, so nothing after it is kept. Bytes that are not valid UTF-8 are decoded
+      // whole: the decoder's replacement characters decide the count.
+      if (span.units === null) return addText(turn, spanText(line, span));
+      turn.chars += span.units;
+      if (turn.reply.open) {
+        turn.reply.push(spanText(line, spanHead(line, span, turn.reply.limit + 4)));
+      }
       return;
     }
     const message = parseMessage(line);
