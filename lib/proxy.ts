@@ -375,17 +375,17 @@ class Proxy {
     inspect: (line: Uint8Array) => Verdict,
     passing: (piece: Uint8Array, end: boolean) => void = () => {},
   ): void {
-    // Pieces to write, and the current run of adjacent bytes of one buffer (kept as
-    // offsets until it is cut: adjacent memory holds the bytes in their order).
+    // Pieces to write, and the current run of adjacent bytes of this chunk (kept as
+    // offsets until it is cut: adjacent bytes of the chunk are in their order).
     const pieces: Uint8Array[] = [];
     let size = 0;
-    let runOf: ArrayBufferLike | null = null;
+    let inRun = false;
     let runStart = 0;
     let runEnd = 0;
     const cutRun = () => {
-      if (runOf === null) return;
-      pieces.push(new Uint8Array(runOf, runStart, runEnd - runStart));
-      runOf = null;
+      if (!inRun) return;
+      pieces.push(chunk.subarray(runStart, runEnd));
+      inRun = false;
     };
     const flush = () => {
       cutRun();
@@ -400,16 +400,19 @@ class Proxy {
       if (segment.kind === "pass") passing(segment.bytes, segment.end);
       const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
       if (verdict === null) {
-        const b = segment.bytes;
-        size += b.length;
-        if (runOf === b.buffer && runEnd === b.byteOffset) {
-          runEnd += b.length;
-          return;
+        const length = segment.bytes.length;
+        size += length;
+        if (segment.at === -1) {
+          cutRun();
+          pieces.push(segment.bytes);
+        } else if (inRun && runEnd === segment.at) {
+          runEnd += length;
+        } else {
+          cutRun();
+          inRun = true;
+          runStart = segment.at;
+          runEnd = segment.at + length;
         }
-        cutRun();
-        runOf = b.buffer;
-        runStart = b.byteOffset;
-        runEnd = b.byteOffset + b.length;
         return;
       }
       flush();

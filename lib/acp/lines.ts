@@ -12,12 +12,17 @@ export const DEFAULT_INSPECT_LIMIT = 32 * 1024 * 1024;
 
 const LF = 0x0a;
 
-/** One piece of the stream, in order. */
+/**
+ * One piece of the stream, in order. `at` is where its bytes start in the chunk being
+ * pushed, when they are a view of it; -1 when they are not (held from earlier chunks, or
+ * joined). A consumer can tell adjacent pieces of one chunk by it, without asking each
+ * view for its buffer (which costs the runtime an allocation per view).
+ */
 export type Segment =
   /** A complete line with its terminator (`\n` or `\r\n`; none for a last line at EOF). */
-  | { kind: "line"; bytes: Uint8Array }
+  | { kind: "line"; bytes: Uint8Array; at: number }
   /** Bytes of a line longer than the limit: forwarded uninspected; `end` when it finishes. */
-  | { kind: "pass"; bytes: Uint8Array; end: boolean };
+  | { kind: "pass"; bytes: Uint8Array; end: boolean; at: number };
 
 /** Receives the segments of each pushed chunk, in order. */
 export type SegmentSink = (segment: Segment) => void;
@@ -54,10 +59,10 @@ export class LineSplitter {
     if (this.#oversize) {
       const nl = chunk.indexOf(LF);
       if (nl === -1) {
-        emit({ kind: "pass", bytes: chunk, end: false });
+        emit({ kind: "pass", bytes: chunk, end: false, at: 0 });
         return;
       }
-      emit({ kind: "pass", bytes: chunk.subarray(0, nl + 1), end: true });
+      emit({ kind: "pass", bytes: chunk.subarray(0, nl + 1), end: true, at: 0 });
       this.#oversize = false;
       start = nl + 1;
     } else if (this.#heldBytes > 0) {
@@ -65,9 +70,9 @@ export class LineSplitter {
       const end = nl === -1 ? chunk.length : nl + 1;
       const total = this.#heldBytes + end;
       if (total > this.limit) {
-        for (const held of this.#held) emit({ kind: "pass", bytes: held, end: false });
+        for (const held of this.#held) emit({ kind: "pass", bytes: held, end: false, at: -1 });
         this.#clearHeld();
-        emit({ kind: "pass", bytes: chunk.subarray(0, end), end: nl !== -1 });
+        emit({ kind: "pass", bytes: chunk.subarray(0, end), end: nl !== -1, at: 0 });
         if (nl === -1) {
           this.#oversize = true;
           return;
@@ -77,7 +82,7 @@ export class LineSplitter {
         return;
       } else {
         this.#held.push(chunk.subarray(0, end));
-        emit({ kind: "line", bytes: joinBytes(this.#held, total) });
+        emit({ kind: "line", bytes: joinBytes(this.#held, total), at: -1 });
         this.#clearHeld();
       }
       start = end;
@@ -87,13 +92,17 @@ export class LineSplitter {
       const nl = chunk.indexOf(LF, start);
       if (nl === -1) break;
       const bytes = chunk.subarray(start, nl + 1);
-      emit(bytes.length > limit ? { kind: "pass", bytes, end: true } : { kind: "line", bytes });
+      emit(
+        bytes.length > limit
+          ? { kind: "pass", bytes, end: true, at: start }
+          : { kind: "line", bytes, at: start },
+      );
       start = nl + 1;
     }
     const rest = chunk.length - start;
     if (rest === 0) return;
     if (rest > limit) {
-      emit({ kind: "pass", bytes: chunk.subarray(start), end: false });
+      emit({ kind: "pass", bytes: chunk.subarray(start), end: false, at: start });
       this.#oversize = true;
     } else {
       this.#hold(chunk.subarray(start));
@@ -109,7 +118,7 @@ export class LineSplitter {
     if (this.#heldBytes > 0) {
       const bytes = joinBytes(this.#held, this.#heldBytes);
       this.#clearHeld();
-      emit({ kind: "line", bytes });
+      emit({ kind: "line", bytes, at: -1 });
     }
   }
 

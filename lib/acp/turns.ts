@@ -240,6 +240,8 @@ export class Turns {
   #byRequest = new Map<string, Turn>();
   /** The running sessions' ids as UTF-8, for lines looked at as bytes. */
   #keys = new Map<string, Uint8Array>();
+  /** `#keys` as an array: looked through for every line, without an iterator each time. */
+  #keyList: { sessionId: string; key: Uint8Array }[] = [];
 
   /** Starts a turn for a `session/prompt` request. */
   start(start: TurnStart): Turn {
@@ -273,6 +275,7 @@ export class Turns {
   #track(turn: Turn): void {
     this.#bySession.set(turn.sessionId, turn);
     this.#keys.set(turn.sessionId, new TextEncoder().encode(turn.sessionId));
+    this.#listKeys();
     this.#byRequest.set(idKey(turn.requestId), turn);
   }
 
@@ -283,9 +286,11 @@ export class Turns {
 
   /** The turn running in the session whose id is `line[start, end)` (UTF-8 bytes). */
   forSessionBytes(line: Uint8Array, start: number, end: number): Turn | undefined {
-    for (const [sessionId, key] of this.#keys) {
+    const list = this.#keyList;
+    for (let i = 0; i < list.length; i++) {
+      const key = list[i].key;
       if (key.length === end - start && bytesAt(line, start, key)) {
-        return this.#bySession.get(sessionId);
+        return this.#bySession.get(list[i].sessionId);
       }
     }
     return undefined;
@@ -302,7 +307,12 @@ export class Turns {
     if (this.#bySession.get(turn.sessionId) === turn) {
       this.#bySession.delete(turn.sessionId);
       this.#keys.delete(turn.sessionId);
+      this.#listKeys();
     }
+  }
+
+  #listKeys(): void {
+    this.#keyList = [...this.#keys].map(([sessionId, key]) => ({ sessionId, key }));
   }
 
   /** Number of running turns. */
