@@ -13,7 +13,7 @@
  * both; each figure is the min/median/max of several runs. Prints a markdown table and
  * writes bench/results.json.
  *
- * Run: `make bench` (`bun bench/goals.ts [--quick] [--smoke]`). `--quick`: small sizes and
+ * Run: `make bench` (`bun bench/goals.ts [--quick] [--smoke] [--bin PATH]`). `--quick`: small sizes and
  * few runs; `--smoke`: exit 1 when a figure is beyond its smoke bound, SMOKE_FACTOR times its
  * floor unless the goal says otherwise (the loud-regression check `make test` runs).
  */
@@ -32,7 +32,9 @@ import { bun } from "../lib/bun_api.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
 const BUN = join(ROOT, "node_modules/.bin/bun");
-const BIN = join(ROOT, "dist/turnguard");
+/** The binary measured: dist/turnguard, or `--bin PATH` (to compare with another build). */
+const BIN_FLAG = process.argv.indexOf("--bin");
+const BIN = BIN_FLAG !== -1 ? resolve(process.argv[BIN_FLAG + 1]) : join(ROOT, "dist/turnguard");
 const FLOORS = join(ROOT, "dist/bench");
 const RESULTS = join(ROOT, "bench/results.json");
 const QUICK = process.argv.includes("--quick");
