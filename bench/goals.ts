@@ -26,8 +26,9 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { arch, cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { machine } from "./machine.ts";
 import { bun } from "../lib/bun_api.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
@@ -245,17 +246,6 @@ async function roundTrips(argv: string[], n: number): Promise<number[]> {
   child.stdin.end();
   await child.exited;
   return times;
-}
-
-function machine(): string {
-  let model = "unknown";
-  try {
-    model = readFileSync("/proc/cpuinfo", "utf8")
-      .match(/model name\s*:\s*(.*)/)?.[1] ?? model;
-  } catch { /* not Linux */ }
-  return `nproc ${cpus().length}, ${arch() === "x64" ? "x86_64" : arch()}, ${model}; bun ${
-    bun!.version
-  }`;
 }
 
 const f = (x: number, digits = 1) => x.toFixed(digits);

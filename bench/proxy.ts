@@ -22,8 +22,9 @@ import {
   rmSync,
   writeSync,
 } from "node:fs";
-import { arch, cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { machine } from "./machine.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
 const BIN = join(ROOT, "dist/turnguard");
@@ -241,17 +242,6 @@ function peakRss(cmd: string[], first: string): Promise<{ peakMiB: number; bytes
     });
     child.once("close", () => done({ peakMiB: peak, bytes }));
   });
-}
-
-/** The machine, as `nproc`, `uname -m` and /proc/cpuinfo tell it, and the runtime. */
-function machine(): string {
-  let model = "unknown";
-  try {
-    model = readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/)?.[1] ?? model;
-  } catch { /* not Linux */ }
-  const runtime = (globalThis as { Bun?: { version: string } }).Bun?.version ?? "?";
-  const machineArch = arch() === "x64" ? "x86_64" : arch();
-  return `nproc ${cpus().length}, ${machineArch}, ${model}; bun ${runtime}`;
 }
 
 const f1 = (x: number) => x.toFixed(1);

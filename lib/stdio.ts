@@ -87,7 +87,14 @@ export class StdStream {
 
   /** Resolves once everything queued so far has left the process. */
   async idle(): Promise<void> {
-    while (this.#pending > 0) await this.#tail;
+    for (;;) {
+      const w = this.#writable;
+      if (this.#pending > 0) await this.#tail;
+      else if (w !== null && w.writableLength > 0 && !w.destroyed && !w.errored) {
+        // The Writable hands its next buffered chunk to the queue on a later tick.
+        await new Promise((resolve) => setImmediate(resolve));
+      } else break;
+    }
     const node = this.#node;
     if (node !== null && !this.#broken && node.writableLength > 0) {
       await new Promise<void>((resolve) => {

@@ -152,20 +152,17 @@ describe("turnguard run with a fake agy", () => {
 });
 
 describe("pass-through under pressure", () => {
+  /** `turnguard run -- sh -c SCRIPT` from source under `runtime`, its output piped. */
+  const runUnder = (runtime: "bun" | "deno", script: string) =>
+    spawn(
+      runtime === "bun" ? BUN : DENO,
+      [...(runtime === "bun" ? [] : ["run", "-A"]), MAIN, "run", "--", "sh", "-c", script],
+      { env: { ...process.env, ...env() } as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] },
+    );
+
   for (const runtime of ["bun", "deno"] as const) {
     test(`a slow reader still gets every byte after the agent has exited (${runtime})`, async () => {
-      const child = spawn(runtime === "bun" ? BUN : DENO, [
-        ...(runtime === "bun" ? [] : ["run", "-A"]),
-        MAIN,
-        "run",
-        "--",
-        "sh",
-        "-c",
-        "head -c 300000 /dev/zero",
-      ], {
-        env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const child = runUnder(runtime, "head -c 300000 /dev/zero");
       let received = 0;
       child.stdout!.on("data", (chunk: Buffer) => {
         received += chunk.length;
@@ -180,18 +177,7 @@ describe("pass-through under pressure", () => {
     });
 
     test(`a reader that goes away does not hang the wrapper (agent | head) (${runtime})`, async () => {
-      const child = spawn(runtime === "bun" ? BUN : DENO, [
-        ...(runtime === "bun" ? [] : ["run", "-A"]),
-        MAIN,
-        "run",
-        "--",
-        "sh",
-        "-c",
-        "yes | head -c 30000000",
-      ], {
-        env: { ...process.env, ...env() } as NodeJS.ProcessEnv,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const child = runUnder(runtime, "yes | head -c 30000000");
       let stderr = "";
       child.stderr!.on("data", (c) => (stderr += c));
       child.stdout!.once("data", () => child.stdout!.destroy());
