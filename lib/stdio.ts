@@ -9,6 +9,9 @@
 import type { Writable } from "node:stream";
 import { bun } from "./bun_api.ts";
 
+/** The largest piece handed to `Bun.write` at once. */
+const WRITE_SLICE = 1024 * 1024;
+
 /** Which of the two streams. */
 export type StdName = "stdout" | "stderr";
 
@@ -34,7 +37,7 @@ export class StdStream {
     this.#tail = this.#tail.then(async () => {
       try {
         if (this.#broken) return;
-        if (bun && this.#node === null) await bun.write(bun[this.name], data);
+        if (bun && this.#node === null) await this.#bunWrite(bun, data);
         else await this.#nodeWrite(data);
       } catch {
         this.#broken = true;
@@ -43,6 +46,22 @@ export class StdStream {
       }
     });
     return this.#tail;
+  }
+
+  /**
+   * Writes through `Bun.write` in slices of at most WRITE_SLICE bytes: what a full pipe
+   * does not take at once is copied by the runtime, so a long line costs a slice of copy,
+   * not a second copy of the line.
+   */
+  async #bunWrite(api: NonNullable<typeof bun>, data: string | Uint8Array): Promise<void> {
+    const dest = api[this.name];
+    if (typeof data === "string" || data.length <= WRITE_SLICE) {
+      await api.write(dest, data);
+      return;
+    }
+    for (let at = 0; at < data.length; at += WRITE_SLICE) {
+      await api.write(dest, data.subarray(at, at + WRITE_SLICE));
+    }
   }
 
   /** Writes through the Node stream, resolving once it takes more (or breaks). */

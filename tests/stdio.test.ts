@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { BUN, DENO, ROOT } from "./helpers/cli.ts";
 
 const WRITER = join(ROOT, "tests", "fixtures", "stdio_writer.ts");
-const COUNT = 40;
+const COUNT = 48;
 
 /** Runs the writer and reads its stdout slowly; resolves with what arrived. */
 function readSlowly(runtime: "bun" | "deno", how: string): Promise<Uint8Array> {
@@ -27,7 +27,7 @@ function readSlowly(runtime: "bun" | "deno", how: string): Promise<Uint8Array> {
 
 describe("stdio: complete before exit", () => {
   for (const runtime of ["bun", "deno"] as const) {
-    for (const how of ["text", "stream"]) {
+    for (const how of ["text", "stream", "whole"]) {
       test(`${how} writes reach a slow reader whole and in order (${runtime})`, async () => {
         const out = await readSlowly(runtime, how);
         expect(out.length).toBe(COUNT * 64 * 1024);
