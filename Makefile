@@ -40,10 +40,10 @@ demo: build
 	@bash examples/demo.sh
 
 # Every goal against its floor (bench/goals.ts, writes bench/results.json), then the
-# detailed proxy and run-mode figures.
+# detailed proxy, run-mode and journal-read figures.
 bench: setup build
 	$(BUN) bench/goals.ts
-	@for f in bench/proxy.ts bench/run_mode.ts; do echo "## $$f"; $(BUN) $$f || exit 1; done
+	@for f in bench/proxy.ts bench/run_mode.ts bench/journal_read.ts; do echo "## $$f"; $(BUN) $$f || exit 1; done
 
 clean:
 	rm -rf dist bench/results.json
