@@ -5,7 +5,9 @@
  */
 import { EXIT, TurnguardError } from "./lib/errors.ts";
 import { HELP, VERSION } from "./lib/cli/help.ts";
-import { stderr, stdioIdle, stdout } from "./lib/stdio.ts";
+import { stdioIdle, stdout } from "./lib/stdio.ts";
+import { dirVarProblems } from "./lib/env_dirs.ts";
+import { warnLine } from "./lib/output.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
@@ -36,6 +38,7 @@ export async function main(argv: string[]): Promise<number> {
     void stdout.write(`turnguard ${VERSION}\n`);
     return 0;
   }
+  for (const problem of dirVarProblems(process.env)) warnLine(`turnguard: ${problem}`);
   const command = COMMANDS[name];
   try {
     if (!command) {
@@ -44,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
     return await (await command())(rest);
   } catch (err) {
     if (err instanceof TurnguardError) {
-      void stderr.write(`turnguard: ${err.message}\n`);
+      warnLine(`turnguard: ${err.message}`);
       return err.exitCode;
     }
     throw err;

@@ -9,6 +9,7 @@ import * as v from "valibot";
 import embeddedToml from "../anchors.toml" with { type: "text" };
 import compiledDefaults from "./embedded_config.json" with { type: "json" };
 import { compileAnchor, DeclarativeAnchorSchema } from "./anchors.ts";
+import { absoluteDir, homeDir } from "./env_dirs.ts";
 import { ConfigError } from "./errors.ts";
 import { errCode } from "./logfs.ts";
 import { compileDetector, DeclarativeDetectorSchema } from "./publish/declarative.ts";
@@ -35,6 +36,8 @@ export const ConfigFileSchema = v.strictObject({
   plugins: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   /** Time each code plugin file may take to decide one turn, in milliseconds. */
   plugin_budget_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** `false`: `run` and `proxy` journal nothing (like `--no-journal`). */
+  journal: v.optional(v.boolean()),
   agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema)),
   anchor: v.optional(v.array(DeclarativeAnchorSchema)),
   detector: v.optional(v.array(DeclarativeDetectorSchema)),
@@ -125,7 +128,8 @@ function keyLine(file: ParsedConfigFile, path: readonly KeyStep[]): number | nul
 
 /**
  * Which user config file applies: `--config`, else `$TURNGUARD_CONFIG`, else
- * `$XDG_CONFIG_HOME/turnguard/anchors.toml` (`~/.config` by default) when it exists.
+ * `$XDG_CONFIG_HOME/turnguard/anchors.toml` (`$HOME/.config` by default) when it exists;
+ * a relative `XDG_CONFIG_HOME` or `HOME` is ignored.
  * An explicitly named file that does not exist is an error.
  */
 export function userConfigPath(
@@ -135,10 +139,10 @@ export function userConfigPath(
 ): string | null {
   if (flag !== undefined) return resolve(cwd, flag);
   if (env.TURNGUARD_CONFIG) return resolve(cwd, env.TURNGUARD_CONFIG);
-  // A relative XDG_CONFIG_HOME is invalid by the XDG spec, and would load a config (and
-  // the plugins it names) from the working directory: it is ignored.
-  const xdgEnv = env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : "";
-  const xdg = xdgEnv || (env.HOME ? join(env.HOME, ".config") : null);
+  // A relative XDG_CONFIG_HOME or HOME would load a config (and the plugins it names) from
+  // the working directory: only absolute ones count (lib/env_dirs.ts).
+  const home = homeDir(env, () => null);
+  const xdg = absoluteDir(env, "XDG_CONFIG_HOME") ?? (home ? join(home, ".config") : null);
   if (!xdg) return null;
   const path = join(xdg, "turnguard", "anchors.toml");
   return existsSync(path) ? path : null;
@@ -163,6 +167,8 @@ export interface MergedConfig {
   pluginBudgetMs: number | null;
   /** `[telemetry]`: a later file's keys replace an earlier one's; null: no file has one. */
   telemetry: TelemetryTable | null;
+  /** `journal` of the last file that sets it: false turns the journal off. */
+  journal: boolean;
 }
 
 /**
@@ -176,9 +182,11 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
   const detectors = new Map<string, ReturnType<typeof compileDetector>>();
   let pluginBudgetMs: number | null = null;
   let telemetry: TelemetryTable | null = null;
+  let journal = true;
   for (const file of files) {
     pluginBudgetMs = file.data.plugin_budget_ms ?? pluginBudgetMs;
     if (file.data.telemetry) telemetry = { ...telemetry ?? {}, ...file.data.telemetry };
+    journal = file.data.journal ?? journal;
     for (const [name, p] of Object.entries(file.data.agent ?? {})) {
       const prev = profiles.get(name);
       profiles.set(name, {
@@ -226,5 +234,6 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     plugins,
     pluginBudgetMs,
     telemetry,
+    journal,
   };
 }

@@ -88,7 +88,12 @@ export const OutcomeSchema = v.object({
   exit: v.nullable(v.object({ code: v.nullable(v.number()), signal: v.nullable(v.string()) })),
   error: v.nullable(TurnErrorSchema),
   retry: v.nullable(RetryHintSchema),
-  reply: v.object({ chars: v.number(), text: v.optional(v.string()) }),
+  reply: v.object({
+    chars: v.number(),
+    text: v.optional(v.string()),
+    /** True when `text` holds only the first bytes of the reply (memory stays bounded). */
+    capped: v.optional(v.boolean()),
+  }),
   publish: v.nullable(PublishSchema),
   diagnostics: v.array(v.string()),
 });

@@ -35,6 +35,8 @@ export interface Registry {
   pluginBudgetMs: number;
   /** `[telemetry]` of the config files, merged (null: none sets it). */
   telemetry: MergedConfig["telemetry"];
+  /** Whether `run` and `proxy` journal their turns (config `journal = false` turns it off). */
+  journal: boolean;
 }
 
 /** Where to look for configuration. */
@@ -62,6 +64,7 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
     pluginFiles: merged.plugins.map((p) => p.path),
     pluginBudgetMs,
     telemetry: merged.telemetry,
+    journal: merged.journal,
   };
 }
 

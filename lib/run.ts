@@ -16,7 +16,7 @@ import type { LoadedAnchor } from "./plugin.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
 import { forwardSignals, signalExitCode } from "./signals.ts";
 import { capUtf8, lastLines } from "./text.ts";
-import { concatBytes, Head, Tail } from "./byte_window.ts";
+import { Head, Tail } from "./byte_window.ts";
 import { bun } from "./bun_api.ts";
 import {
   type AgentExit,
@@ -32,6 +32,11 @@ export { Tail };
 export const STDERR_TAIL_BYTES = 8 * 1024;
 /** Bytes of reply text kept in an outcome written to a file. */
 export const REPLY_TEXT_BYTES = 64 * 1024;
+/**
+ * Bytes of stdout kept for `reply.text` when `--outcome-json` holds stdout back: memory
+ * stays bounded whatever the agent writes; a longer reply is cut and `reply.capped` says so.
+ */
+export const REPLY_CAPTURE_BYTES = 4 * 1024 * 1024;
 
 /** The agent to start and what turnguard knows of it; shared by run and proxy. */
 export interface AgentLaunch {
@@ -166,8 +171,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const startedAt = now();
   let cancelled = false;
   const stderrTail = new Tail(STDERR_TAIL_BYTES);
-  const captured: Uint8Array[] = [];
-  const kept = new Head(REPLY_TEXT_BYTES);
+  const kept = new Head(opts.captureStdout ? REPLY_CAPTURE_BYTES : REPLY_TEXT_BYTES);
   let outBytes = 0;
   let meaningful = false;
   let readerGone = false;
@@ -179,8 +183,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       outBytes += chunk.length;
       meaningful ||= hasNonSpace(chunk);
       chars += decoder.decode(chunk, { stream: true }).length;
-      if (opts.captureStdout) captured.push(chunk);
-      else kept.push(chunk);
+      kept.push(chunk);
     },
     stderr: (chunk: Uint8Array) => stderrTail.push(chunk),
     readerGone: () => {
@@ -230,9 +233,11 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     timeout: null,
   };
   const decision = decide(facts);
-  const replyText = opts.captureStdout
-    ? new TextDecoder().decode(concatBytes(captured))
-    : kept.text();
+  if (opts.captureStdout && kept.truncated) {
+    diagnostics.push(
+      `stdout was ${outBytes} bytes; reply.text keeps its first ${REPLY_CAPTURE_BYTES} (reply.capped)`,
+    );
+  }
   const outcome = buildOutcome({
     mode: "run",
     agent: opts.profile.name,
@@ -242,7 +247,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     endedAt,
     stopReason: null,
     exit: { code: exit.code, signal: exit.signal },
-    reply: { chars, text: replyText },
+    reply: { chars, text: kept.text(), ...(kept.truncated ? { capped: true } : {}) },
     publish: null,
     diagnostics,
   }, decision);

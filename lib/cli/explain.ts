@@ -14,7 +14,9 @@ import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS } from "./scan.ts";
-import { stderr, stdout } from "../stdio.ts";
+import { stdout } from "../stdio.ts";
+import { warnLine } from "../output.ts";
+import { redact, redactedJson } from "../redact.ts";
 
 /** The explanation as text, one line per anchor. */
 export function formatExplanation(
@@ -77,8 +79,8 @@ export async function explainCommand(argv: string[]): Promise<number> {
     return { e, diagnostics, classified };
   });
   if (values.json) {
-    stdout.write(
-      JSON.stringify({
+    void stdout.write(
+      redactedJson({
         input: e.input,
         tried: e.trials.map((t) => ({
           order: t.order,
@@ -98,8 +100,8 @@ export async function explainCommand(argv: string[]): Promise<number> {
       }) + "\n",
     );
   } else {
-    stdout.write(formatExplanation(e, classified));
-    for (const d of diagnostics) stderr.write(`turnguard: ${d}\n`);
+    void stdout.write(redact(formatExplanation(e, classified)));
+    for (const d of diagnostics) warnLine(`turnguard: ${d}`);
   }
   return e.winner ? 0 : 1;
 }

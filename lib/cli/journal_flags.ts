@@ -2,8 +2,10 @@
  * The journal and retry flags `turnguard run` and `turnguard proxy` share: `--journal`,
  * `--name`, `--retries`, `--retry-max-wait`, turned into a recorder and its retry waits.
  */
+import { lstatSync, type Stats } from "node:fs";
 import { UsageError } from "../errors.ts";
 import { journalPath } from "../journal/files.ts";
+import { fileKind } from "../private_file.ts";
 import { JournalWriter } from "../journal/writer.ts";
 import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry_policy.ts";
 import { RetryWaits } from "../retry_waits.ts";
@@ -13,6 +15,7 @@ import { type OptionSpec, type OptionValues, parseSeconds } from "./args.ts";
 /** The flags, for a subcommand's options table. */
 export const JOURNAL_OPTIONS = {
   journal: { type: "string" },
+  "no-journal": { type: "boolean" },
   name: { type: "string" },
   retries: { type: "string" },
   "retry-max-wait": { type: "string" },
@@ -66,25 +69,75 @@ export function parseRetryPolicy(values: JournalFlagValues): RetryPolicy {
 export interface TurnJournaling {
   recorder: TurnRecorder;
   waits: RetryWaits;
-  /** The journal's path. */
-  path: string;
+  /** The journal's path; null when turns are not journaled. */
+  path: string | null;
 }
 
-/** Builds the recorder from the flags; `agent` names the session when `--name` is not given. */
+/**
+ * The journal's path, or null when the turns are not journaled: `--no-journal`, config
+ * `journal = false`, no place to keep it, or something other than a regular file at the
+ * path (a FIFO would block the turn, a symbolic link may point anywhere). The last two are
+ * said on stderr, once, before the agent starts.
+ */
+export function journalTarget(
+  values: JournalFlagValues,
+  env: Record<string, string | undefined>,
+  cwd: string,
+  configJournal: boolean,
+  warn: (line: string) => void,
+): string | null {
+  if (values["no-journal"] === true) {
+    if (values.journal !== undefined) {
+      throw new UsageError("--journal and --no-journal exclude each other");
+    }
+    return null;
+  }
+  if (!configJournal && values.journal === undefined) return null;
+  let path: string;
+  try {
+    path = journalPath(values.journal, env, cwd);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    warn(`turnguard: ${err.message}; turns are not journaled`);
+    return null;
+  }
+  const st = lstatOrNull(path);
+  if (st && !st.isFile()) {
+    warn(
+      `turnguard: journal ${path} is ${fileKind(st)}, not a regular file; turns are not journaled`,
+    );
+    return null;
+  }
+  return path;
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Builds the recorder from the flags; `agent` names the session when `--name` is not given.
+ * `configJournal` is the config's `journal` setting (false: off unless `--journal` is given).
+ */
 export function turnJournaling(
   values: JournalFlagValues,
   env: Record<string, string | undefined>,
   cwd: string,
   agent: string,
   warn: (line: string) => void,
+  configJournal = true,
 ): TurnJournaling {
   if (values.name !== undefined && values.name.trim() === "") {
     throw new UsageError("--name: expected a non-empty name");
   }
   const policy = parseRetryPolicy(values);
-  const path = journalPath(values.journal, env, cwd);
+  const path = journalTarget(values, env, cwd, configJournal, warn);
   const recorder = new TurnRecorder({
-    journal: new JournalWriter({ path }),
+    journal: path === null ? null : new JournalWriter({ path }),
     name: values.name ?? agent,
     policy,
     onJournalError: journalWarns(values, env)

@@ -4,13 +4,14 @@
  * people; one JSON row each with --json.
  */
 import { TurnguardError, UsageError } from "../errors.ts";
-import { journalPath } from "../journal/files.ts";
 import { readTail } from "../journal/tail.ts";
 import { formatLog, logRow } from "../journal/report.ts";
 import { foldRead, recentTurns } from "../journal/fold.ts";
-import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { WAIT_EXIT } from "./wait.ts";
-import { stderr, stdout } from "../stdio.ts";
+import { type OptionSpec, parseOptions } from "./args.ts";
+import { readableJournalPath, WAIT_EXIT } from "./wait.ts";
+import { stdout } from "../stdio.ts";
+import { warnLine, writeShown } from "../output.ts";
+import { redactedJson } from "../redact.ts";
 
 /** Turns listed when --limit is not given. */
 export const DEFAULT_LOG_LIMIT = 20;
@@ -36,10 +37,10 @@ export function logCommand(argv: string[]): number {
     limit = Number(values.limit);
   }
   const target = positionals[0];
-  const path = journalPath(values.journal, envRecord(), process.cwd());
+  const path = readableJournalPath(values.journal);
   // Read from the journal's end: only the turns shown are parsed.
   const read = readTail(path, { target, limit });
-  for (const d of read.diagnostics) stderr.write(`turnguard: ${d}\n`);
+  for (const d of read.diagnostics) warnLine(`turnguard: ${d}`);
   const turns = recentTurns(foldRead(read), limit, target);
   if (target !== undefined && turns.length === 0) {
     throw new TurnguardError(
@@ -48,9 +49,9 @@ export function logCommand(argv: string[]): number {
     );
   }
   if (values.json) {
-    stdout.write(turns.map((t) => JSON.stringify(logRow(t)) + "\n").join(""));
+    void stdout.write(turns.map((t) => redactedJson(logRow(t)) + "\n").join(""));
   } else {
-    stdout.write(formatLog(turns));
+    writeShown(formatLog(turns));
   }
   return 0;
 }

@@ -16,6 +16,7 @@ import { openTelemetry, telemetryHooks } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 import { stderr, stdout } from "../stdio.ts";
+import { warnLine } from "../output.ts";
 
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
@@ -59,10 +60,10 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
   const publish = proxyPublishHooks({ values, profile, detectors: registry.detectors, env, cwd });
-  const warn = (line: string) => void stderr.write(line + "\n");
+  const warn = warnLine;
   // Like `run`, every proxy journals its turns (`--journal`, `$TURNGUARD_JOURNAL`, else the
   // XDG state directory), so `turnguard wait` finds any session without extra flags.
-  const journaling = turnJournaling(values, env, cwd, profile.name, warn);
+  const journaling = turnJournaling(values, env, cwd, profile.name, warn, registry.journal);
   const name = journaling.recorder.name;
   const telemetry = openTelemetry({ table: registry.telemetry, env, name, warn });
   const hooks = (retries: RetryExecutor): TurnHooks =>
@@ -72,7 +73,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       telemetryHooks(telemetry),
     );
   const outcomes = values["outcome-file"]
-    ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
+    ? openOutcomeFile(resolve(cwd, values["outcome-file"]), warn)
     : null;
   // A failed append is said on stderr, once per distinct problem (the turns go on).
   const problems = new Set<string>();
@@ -81,7 +82,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       const problem = outcomes.append(outcome);
       if (problem && !problems.has(problem)) {
         problems.add(problem);
-        stderr.write(`turnguard: ${problem}\n`);
+        warn(`turnguard: ${problem}`);
       }
     }
     : undefined;
@@ -106,7 +107,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       keepReplyText: true,
       retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,
     });
-    if (result.spawnError) stderr.write(`turnguard: proxy: ${result.spawnError}\n`);
+    if (result.spawnError) warn(`turnguard: proxy: ${result.spawnError}`);
     return result.exitCode;
   } finally {
     outcomes?.close();

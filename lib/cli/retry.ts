@@ -5,7 +5,6 @@
  * reused by another process is never signalled (SIGUSR1 would kill most programs).
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { journalPath } from "../journal/files.ts";
 import type { Owner } from "../journal/records.ts";
 import { errCode } from "../logfs.ts";
 import { type OwnerState, ownerState } from "../process_identity.ts";
@@ -13,9 +12,10 @@ import { RUN_NOW_SIGNAL } from "../retry_waits.ts";
 import { readTail } from "../journal/tail.ts";
 import { foldRead, latestTurn, retryOwner, type RetryView, verdict } from "../journal/fold.ts";
 import { formatDuration } from "../text.ts";
-import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { WAIT_EXIT } from "./wait.ts";
-import { stderr, stdout } from "../stdio.ts";
+import { type OptionSpec, parseOptions } from "./args.ts";
+import { readableJournalPath, WAIT_EXIT } from "./wait.ts";
+import { stdout } from "../stdio.ts";
+import { warnLine } from "../output.ts";
 
 /** The flags `turnguard retry` accepts. */
 export const RETRY_OPTIONS = {
@@ -100,9 +100,9 @@ export function retryCommand(
     throw new UsageError("retry: expected one NAME or SESSION (turnguard retry NAME|SESSION)");
   }
   const target = positionals[0];
-  const path = journalPath(values.journal, envRecord(), process.cwd());
+  const path = readableJournalPath(values.journal);
   const read = readTail(path, { target, limit: 1 });
-  for (const d of read.diagnostics) stderr.write(`turnguard: ${d}\n`);
+  for (const d of read.diagnostics) warnLine(`turnguard: ${d}`);
   const turn = latestTurn(foldRead(read), target);
   if (!turn) {
     throw new TurnguardError(

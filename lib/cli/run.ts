@@ -13,6 +13,8 @@ import { formatDuration } from "../text.ts";
 import { envRecord, type OptionSpec, parseOptions, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 import { stderr, stdout } from "../stdio.ts";
+import { warnLine } from "../output.ts";
+import { redactedJson } from "../redact.ts";
 
 /** The flags `turnguard run` accepts. */
 export const RUN_OPTIONS = {
@@ -42,11 +44,18 @@ export async function runCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
-  const warn = (line: string) => void stderr.write(line + "\n");
+  const warn = warnLine;
   const outcomeFile = values["outcome-file"]
-    ? openOutcomeFile(resolve(cwd, values["outcome-file"]))
+    ? openOutcomeFile(resolve(cwd, values["outcome-file"]), warn)
     : null;
-  const { recorder, waits } = turnJournaling(values, env, cwd, profile.name, warn);
+  const { recorder, waits } = turnJournaling(
+    values,
+    env,
+    cwd,
+    profile.name,
+    warn,
+    registry.journal,
+  );
   const telemetry = openTelemetry({ table: registry.telemetry, env, name: recorder.name, warn });
   const key = { session: runSessionId(process.pid, Date.now()), turn: 1 };
   const unlisten = recorder.policy.retries > 0 ? waits.listen() : () => {};
@@ -91,7 +100,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const problem = outcomeFile?.append(result.outcome) ?? null;
   outcomeFile?.close();
   if (problem) warn(`turnguard: ${problem}`);
-  if (values["outcome-json"]) stdout.write(JSON.stringify(result.outcome) + "\n");
+  if (values["outcome-json"]) void stdout.write(redactedJson(result.outcome) + "\n");
   await telemetry?.close();
   return result.exitCode;
 }

@@ -18,7 +18,9 @@ import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
 import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry, profileAnchors, type Registry, requireProfile } from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { stderr, stdout } from "../stdio.ts";
+import { stdout } from "../stdio.ts";
+import { warnLine } from "../output.ts";
+import { redact, redactedJson } from "../redact.ts";
 
 /** How the lines of a file are read as anchor inputs. */
 export const INPUT_KINDS = ["auto", "log", "text", "error"] as const;
@@ -186,20 +188,21 @@ export async function scanCommand(argv: string[]): Promise<number> {
     const causes = scans.flatMap((s, i) =>
       s.turnCause ? [{ file: sources[i].label, ...s.turnCause }] : []
     );
-    stdout.write(JSON.stringify({ findings, causes, diagnostics }) + "\n");
+    void stdout.write(redactedJson({ findings, causes, diagnostics }) + "\n");
   } else {
-    for (const f of findings) stdout.write(formatFinding(f) + "\n");
+    const lines = findings.map((f) => formatFinding(f) + "\n");
     scans.forEach((s, i) => {
       if (s.turnCause) {
-        stdout.write(
+        lines.push(
           `${
             sources[i].label
           }: a turn would report line ${s.turnCause.line} (${s.turnCause.anchor})\n`,
         );
       }
     });
-    for (const d of diagnostics) stderr.write(`turnguard: ${d}\n`);
-    if (findings.length === 0) stderr.write("turnguard: scan: no anchor matched\n");
+    void stdout.write(redact(lines.join("")));
+    for (const d of diagnostics) warnLine(`turnguard: ${d}`);
+    if (findings.length === 0) warnLine("turnguard: scan: no anchor matched");
   }
   return findings.length > 0 ? 0 : 1;
 }

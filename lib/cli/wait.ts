@@ -7,7 +7,9 @@
  * failed (or incomplete, when a record of it was cut short), never waited on for ever; with
  * --timeout, a session that is not in the journal yet is waited for.
  */
+import { type Stats, statSync } from "node:fs";
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
+import { fileKind } from "../private_file.ts";
 import { journalPath } from "../journal/files.ts";
 import { type JournalRead, JournalReader } from "../journal/reader.ts";
 import { type Owner, type RecordHead, turnKey } from "../journal/records.ts";
@@ -28,7 +30,9 @@ import {
   withRetryOwnerGone,
 } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
-import { stderr, stdout } from "../stdio.ts";
+import { stdout } from "../stdio.ts";
+import { warnLine, writeShown } from "../output.ts";
+import { redactedJson } from "../redact.ts";
 
 /** The exit codes of `turnguard wait`. */
 export const WAIT_EXIT = {
@@ -42,6 +46,8 @@ export const WAIT_EXIT = {
    * turn ended is unknown.
    */
   incomplete: 5,
+  /** The journal path holds a FIFO, directory or other non-regular file. */
+  notAFile: 6,
 } as const;
 
 /** A failed turn whose retry decision is missing is held this long, then reported. */
@@ -138,6 +144,28 @@ export async function waitForTurn(
   }
 }
 
+/**
+ * The journal `wait`, `log` and `retry` read: `--journal`, `$TURNGUARD_JOURNAL` or the
+ * default. Something other than a regular file there (a FIFO would block the reader for
+ * ever) is an error with its own exit code.
+ */
+export function readableJournalPath(flag: string | undefined): string {
+  const path = journalPath(flag, envRecord(), process.cwd());
+  let st: Stats;
+  try {
+    st = statSync(path);
+  } catch {
+    return path;
+  }
+  if (!st.isFile()) {
+    throw new TurnguardError(
+      `journal ${path} is ${fileKind(st)}, not a regular file`,
+      WAIT_EXIT.notAFile,
+    );
+  }
+  return path;
+}
+
 /** Runs `turnguard wait ARGS` and returns the exit code. */
 export async function waitCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseOptions("wait", argv, WAIT_OPTIONS, true);
@@ -149,7 +177,7 @@ export async function waitCommand(argv: string[]): Promise<number> {
   }
   const timeout = parseSeconds("--timeout", values.timeout);
   const target = positionals[0];
-  const path = journalPath(values.journal, envRecord(), process.cwd());
+  const path = readableJournalPath(values.journal);
   // The first read is from the journal's end (only the target's latest turn is parsed);
   // later reads follow what is appended from there.
   const changes = new JournalWatch(path);
@@ -166,7 +194,7 @@ export async function waitCommand(argv: string[]): Promise<number> {
       },
       changes,
       now: Date.now,
-      diagnostic: (d) => void stderr.write(`turnguard: ${d}\n`),
+      diagnostic: (d) => warnLine(`turnguard: ${d}`),
       held: () => reader.heldHeads(),
       ownerAlive: (owner) => ownerState(owner) !== "gone",
     });
@@ -188,19 +216,19 @@ export async function waitCommand(argv: string[]): Promise<number> {
       : target === undefined
       ? `no session appeared in the journal ${path}`
       : `no session or name "${target}" appeared in the journal ${path}`;
-    stderr.write(`turnguard: wait: timed out after ${values.timeout}s; ${what}\n`);
+    warnLine(`turnguard: wait: timed out after ${values.timeout}s; ${what}`);
     return WAIT_EXIT.timedOut;
   }
   const turn = waitingRetryChecked(result.turn, ownerState);
   const { status } = waitRow(turn);
   if (values.json) {
-    stdout.write(JSON.stringify(waitRow(turn)) + "\n");
+    void stdout.write(redactedJson(waitRow(turn)) + "\n");
   } else if (values.print) {
-    stdout.write(printReport(turn, target ?? turn.name, Date.now()));
+    writeShown(printReport(turn, target ?? turn.name, Date.now()));
     const note = replyNote(turn.outcome);
-    if (note) stderr.write(`turnguard: ${note}\n`);
+    if (note) warnLine(`turnguard: ${note}`);
   } else {
-    stdout.write(stateLine(turn) + "\n");
+    writeShown(stateLine(turn) + "\n");
   }
   return status === "failed"
     ? WAIT_EXIT.failed

@@ -3,12 +3,14 @@
  * reading order (rotated ones oldest first, then the live one).
  */
 import { readdirSync } from "node:fs";
-import { homedir } from "node:os";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import { absoluteDir, homeDir } from "../env_dirs.ts";
+import { UsageError } from "../errors.ts";
 
 /**
  * The journal's path: `--journal`, else `$TURNGUARD_JOURNAL`, else
- * `$XDG_STATE_HOME/turnguard/journal.jsonl` (`~/.local/state` when unset or relative).
+ * `$XDG_STATE_HOME/turnguard/journal.jsonl` (`$HOME/.local/state` when unset or relative;
+ * a relative `HOME` is ignored for the account's home directory).
  */
 export function journalPath(
   flag: string | undefined,
@@ -17,8 +19,14 @@ export function journalPath(
 ): string {
   const given = flag ?? env.TURNGUARD_JOURNAL;
   if (given !== undefined && given !== "") return resolve(cwd, given);
-  const xdg = env.XDG_STATE_HOME;
-  const state = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), ".local", "state");
+  const home = homeDir(env);
+  const state = absoluteDir(env, "XDG_STATE_HOME") ??
+    (home ? join(home, ".local", "state") : null);
+  if (state === null) {
+    throw new UsageError(
+      "journal: no absolute HOME or XDG_STATE_HOME to keep it under; give --journal PATH",
+    );
+  }
   return join(state, "turnguard", "journal.jsonl");
 }
 

@@ -2,10 +2,11 @@
  * The journal reader: follows the journal's files forward, across rotations, each record
  * once and in journal order, and skips torn or corrupt lines with a diagnostic.
  */
-import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readSync, statSync } from "node:fs";
 import { errCode } from "../logfs.ts";
 import { journalFiles } from "./files.ts";
 import { type JournalRecord, parseLineRecovering, readHead, type RecordHead } from "./records.ts";
+import { openRegularForRead } from "../private_file.ts";
 
 /** A record cut short that still names its turn, and where it was among the records read. */
 export interface TornRecord {
@@ -156,7 +157,7 @@ export class JournalReader {
     for (const { path, ino } of listed) {
       let fd: number;
       try {
-        fd = openSync(path, "r");
+        fd = openRegularForRead(path);
       } catch (err) {
         if (errCode(err) === "ENOENT") return "moved";
         diagnostics.push(`journal ${path}: cannot read (${errCode(err)})`);

@@ -4,6 +4,7 @@
  */
 import * as v from "valibot";
 import { OutcomeSchema } from "../outcome.ts";
+import { redactedJson } from "../redact.ts";
 
 /**
  * The turnguard process that owns a turn, and who that pid was: `turnguard retry` signals
@@ -140,7 +141,7 @@ export const JOURNAL_REPLY_BYTES = 64 * 1024;
 /** Serializes a record as one line, `ts` first so a glued record can be found again. */
 export function formatRecord(record: JournalRecord): string {
   const { ts, ...rest } = v.parse(JournalRecordSchema, record);
-  return JSON.stringify({ ts, ...rest }) + "\n";
+  return redactedJson({ ts, ...rest }) + "\n";
 }
 
 /** A parsed line: the record, or why it was skipped. */

@@ -12,7 +12,7 @@
  * matching turn met is anchored (a turn whose start was lost is read to the journal's
  * start, where it is ordered by its first record, as a forward read orders it).
  */
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, readSync } from "node:fs";
 import { errCode } from "../logfs.ts";
 import { isTarget } from "./fold.ts";
 import {
@@ -32,6 +32,7 @@ import {
   turnKey,
   writerKey,
 } from "./records.ts";
+import { openRegularForRead } from "../private_file.ts";
 
 /** Which turns a read from the end is for. */
 export interface TailQuery {
@@ -226,7 +227,7 @@ export function readTail(path: string, query: TailQuery, blockBytes: number = BL
       const file = listed[i];
       let fd: number;
       try {
-        fd = openSync(file.path, "r");
+        fd = openRegularForRead(file.path);
       } catch (err) {
         if (errCode(err) === "ENOENT") {
           moved = true;

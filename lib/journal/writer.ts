@@ -5,15 +5,14 @@
 import {
   closeSync,
   fstatSync,
-  mkdirSync,
   openSync,
   renameSync,
   statSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { dirname } from "node:path";
 import { errCode } from "../logfs.ts";
+import { openPrivateAppend } from "../private_file.ts";
 import { rotatedFiles } from "./files.ts";
 import { formatRecord, type JournalRecord } from "./records.ts";
 
@@ -24,9 +23,13 @@ export const ROTATE_KEEP = 3;
 /** A rotation lock older than this was left by a process that died; it is broken. */
 const STALE_LOCK_MS = 30_000;
 
-/** Opens the live journal file for appending (created when missing); its descriptor. */
-export function openForAppend(path: string): number {
-  return openSync(path, "a");
+/**
+ * Opens the live journal file for appending (created 0600 when missing, its directory 0700
+ * when `makeDir`); its descriptor. Never follows a symbolic link at the path and never
+ * blocks: a FIFO or other non-regular file is a NotRegularFileError (lib/private_file.ts).
+ */
+export function openForAppend(path: string, makeDir = false): number {
+  return openPrivateAppend(path, makeDir);
 }
 
 /** Options of a journal writer; tests rotate at small sizes. */
@@ -55,11 +58,8 @@ export class JournalWriter {
   /** Writes one record as one line with a single write; throws on a file-system error. */
   append(record: JournalRecord): void {
     const bytes = new TextEncoder().encode(formatRecord(record));
-    if (!this.#dirReady) {
-      mkdirSync(dirname(this.path), { recursive: true });
-      this.#dirReady = true;
-    }
-    const fd = openForAppend(this.path);
+    const fd = openForAppend(this.path, !this.#dirReady);
+    this.#dirReady = true;
     let size: number;
     try {
       const written = writeSync(fd, bytes);

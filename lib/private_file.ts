@@ -1,0 +1,95 @@
+/**
+ * Opening the files turnguard writes for its owner (the journal, `--outcome-file`):
+ * created 0600 in directories created 0700, never through a symbolic link planted at the
+ * path, never blocking on a FIFO or device, and only ever a regular file. Also the
+ * non-blocking open the journal's readers use, so `wait` and `log` cannot hang on a FIFO.
+ */
+import { closeSync, constants, fstatSync, mkdirSync, openSync, type Stats } from "node:fs";
+import { dirname } from "node:path";
+import { errCode } from "./logfs.ts";
+
+/** Mode of the files turnguard creates. */
+export const PRIVATE_FILE_MODE = 0o600;
+/** Mode of the directories turnguard creates for them. */
+export const PRIVATE_DIR_MODE = 0o700;
+
+/** A path turnguard will not write or read: what it is instead of a regular file. */
+export class NotRegularFileError extends Error {
+  constructor(readonly path: string, readonly what: string) {
+    super(`${path} is ${what}, not a regular file`);
+    this.name = "NotRegularFileError";
+  }
+}
+
+/** What a non-regular file is, in words. */
+export function fileKind(st: Stats): string {
+  if (st.isDirectory()) return "a directory";
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isSocket()) return "a socket";
+  if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
+  if (st.isSymbolicLink()) return "a symbolic link";
+  return "not a regular file";
+}
+
+/** Why opening failed, in words, for the errors that mean "not a file turnguard uses". */
+function openProblem(err: unknown): string | null {
+  switch (errCode(err)) {
+    case "ELOOP":
+      return "a symbolic link (not followed)";
+    case "ENXIO":
+      return "a FIFO or socket";
+    case "EISDIR":
+      return "a directory";
+    default:
+      return null;
+  }
+}
+
+/** Returns `fd` when it is a regular file; otherwise closes it and throws. */
+function regularOnly(fd: number, path: string): number {
+  let st: Stats;
+  try {
+    st = fstatSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw new NotRegularFileError(path, fileKind(st));
+  }
+  return fd;
+}
+
+/**
+ * Opens `path` for appending, creating it 0600 (and its directory 0700 when `makeDir`).
+ * Throws NotRegularFileError for a symlink, FIFO, directory, socket or device at the path,
+ * and the file system's error otherwise; never blocks.
+ */
+export function openPrivateAppend(path: string, makeDir = false): number {
+  if (makeDir) mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE });
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT |
+    constants.O_NONBLOCK | constants.O_NOFOLLOW;
+  let fd: number;
+  try {
+    fd = openSync(path, flags, PRIVATE_FILE_MODE);
+  } catch (err) {
+    const what = openProblem(err);
+    if (what) throw new NotRegularFileError(path, what);
+    throw err;
+  }
+  return regularOnly(fd, path);
+}
+
+/** Opens `path` for reading without blocking; throws NotRegularFileError unless a file. */
+export function openRegularForRead(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    const what = openProblem(err);
+    if (what) throw new NotRegularFileError(path, what);
+    throw err;
+  }
+  return regularOnly(fd, path);
+}
