@@ -59,8 +59,15 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
-  const publish = proxyPublishHooks({ values, profile, detectors: registry.detectors, env, cwd });
   const warn = warnLine;
+  const publish = proxyPublishHooks({
+    values,
+    profile,
+    detectors: registry.detectors,
+    env,
+    cwd,
+    warn,
+  });
   // Like `run`, every proxy journals its turns (`--journal`, `$TURNGUARD_JOURNAL`, else the
   // XDG state directory), so `turnguard wait` finds any session without extra flags.
   const journaling = turnJournaling(values, env, cwd, profile.name, warn, registry.journal);

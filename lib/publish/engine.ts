@@ -41,12 +41,16 @@ export interface PublishContext {
   cwd?: string;
   /** The fallback runner; tests may pass their own. */
   run?: FallbackRunner;
+  /** Told one line when a reply that needed publishing was not (stderr in the proxy). */
+  warn?: (line: string) => void;
 }
 
 /** The Outcome's `publish` field and what the engine has to say. */
 export interface PublishSettlement {
   publish: Publish | null;
   diagnostics: string[];
+  /** Set when a reply that needed publishing was not: why, in one line. */
+  unpublished?: string;
 }
 
 /** Settles an ended turn's publish: detects, gates and, when needed, publishes once. */
@@ -63,6 +67,11 @@ export async function settlePublish(
     detector: null,
     channel: null,
     fallback: null,
+  };
+  /** A diagnostic that also says the reply was not published. */
+  const notPublished = (line: string): PublishSettlement => {
+    diagnostics.push(line);
+    return { publish, diagnostics, unpublished: line };
   };
   try {
     const builtin = new Map(turn.sessionId === null ? [] : [["session_id", turn.sessionId]]);
@@ -82,7 +91,7 @@ export async function settlePublish(
     });
     if (!verdict.fallback) {
       if (verdict.reason === "no_channel") {
-        diagnostics.push(
+        return notPublished(
           `publish: the reply was not published and no turn variable ${settings.channelVar} names its channel; nothing was sent`,
         );
       }
@@ -93,9 +102,8 @@ export async function settlePublish(
     if (!filled.ok) {
       const names = filled.missing.map((n) => `{${n}}`).join(", ");
       const why = `the fallback command needs ${names}, which no turn variable sets`;
-      diagnostics.push(`publish: the reply was not published; ${why}; nothing was sent`);
       publish.fallback = { sent: false, exitCode: null, stderr: why };
-      return { publish, diagnostics };
+      return notPublished(`publish: the reply was not published; ${why}; nothing was sent`);
     }
     const result = await (ctx.run ?? runFallback)({
       argv: filled.argv,
@@ -119,14 +127,16 @@ export async function settlePublish(
         ? `was killed by ${result.signal}`
         : "could not run";
       const last = result.stderr.split("\n").filter((l) => l.trim() !== "").at(-1);
-      diagnostics.push(
+      return notPublished(
         `publish: the fallback ${filled.argv[0]} ${how}${
           last ? `: ${last}` : ""
         }; the reply was not published (not retried)`,
       );
     }
   } catch (err) {
-    diagnostics.push(`publish: internal error, nothing more was sent: ${errorText(err)}`);
+    return notPublished(
+      `publish: internal error, nothing more was sent: ${errorText(err)}`,
+    );
   }
   return { publish, diagnostics };
 }

@@ -16,7 +16,7 @@ export function publishHooks(ctx: PublishContext): TurnHooks {
   if (ctx.settings === null) return {};
   return {
     async beforeRespond(turn, outcome) {
-      const { publish, diagnostics } = await settlePublish(ctx, {
+      const { publish, diagnostics, unpublished } = await settlePublish(ctx, {
         sessionId: turn.sessionId,
         stopReason: outcome.status === "cancelled" ? "cancelled" : outcome.stopReason,
         failed: outcome.status === "failed",
@@ -24,6 +24,7 @@ export function publishHooks(ctx: PublishContext): TurnHooks {
         toolCalls: turn.toolCalls.values(),
         promptMeta: turn.promptMeta,
       });
+      if (unpublished) ctx.warn?.(`turnguard: ${unpublished}`);
       return { publish, diagnostics: [...outcome.diagnostics, ...diagnostics] };
     },
   };
@@ -40,9 +41,17 @@ export function proxyPublishHooks(opts: {
   detectors: readonly LoadedPublishDetector[];
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
+  warn?: (line: string) => void;
 }): TurnHooks {
   const flags = readPublishFlags(opts.values, opts.env);
   const settings = publishSettings(opts.profile.publish, flags.arm);
   const detectors = settings ? selectDetectors(settings, opts.detectors, opts.profile.name) : [];
-  return publishHooks({ settings, detectors, vars: flags.vars, env: opts.env, cwd: opts.cwd });
+  return publishHooks({
+    settings,
+    detectors,
+    vars: flags.vars,
+    env: opts.env,
+    cwd: opts.cwd,
+    warn: opts.warn,
+  });
 }
