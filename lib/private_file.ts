@@ -4,7 +4,15 @@
  * path, never blocking on a FIFO or device, and only ever a regular file. Also the
  * non-blocking open the journal's readers use, so `wait` and `log` cannot hang on a FIFO.
  */
-import { closeSync, constants, fstatSync, mkdirSync, openSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  type Stats,
+} from "node:fs";
 import { dirname } from "node:path";
 import { errCode } from "./logfs.ts";
 
@@ -27,21 +35,20 @@ export function fileKind(st: Stats): string {
   if (st.isFIFO()) return "a FIFO";
   if (st.isSocket()) return "a socket";
   if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
-  if (st.isSymbolicLink()) return "a symbolic link";
+  if (st.isSymbolicLink()) return "a symbolic link (not followed)";
   return "not a regular file";
 }
 
-/** Why opening failed, in words, for the errors that mean "not a file turnguard uses". */
-function openProblem(err: unknown): string | null {
-  switch (errCode(err)) {
-    case "ELOOP":
-      return "a symbolic link (not followed)";
-    case "ENXIO":
-      return "a FIFO or socket";
-    case "EISDIR":
-      return "a directory";
-    default:
-      return null;
+/**
+ * What is at `path` when opening it failed with an error that means "not a file turnguard
+ * uses" (a symlink under O_NOFOLLOW, a FIFO without a reader, a directory); else null.
+ */
+function openProblem(path: string, err: unknown): string | null {
+  if (!["ELOOP", "ENXIO", "EISDIR"].includes(errCode(err))) return null;
+  try {
+    return fileKind(lstatSync(path));
+  } catch {
+    return "not a regular file";
   }
 }
 
@@ -74,7 +81,7 @@ export function openPrivateAppend(path: string, makeDir = false): number {
   try {
     fd = openSync(path, flags, PRIVATE_FILE_MODE);
   } catch (err) {
-    const what = openProblem(err);
+    const what = openProblem(path, err);
     if (what) throw new NotRegularFileError(path, what);
     throw err;
   }
@@ -87,7 +94,7 @@ export function openRegularForRead(path: string): number {
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
-    const what = openProblem(err);
+    const what = openProblem(path, err);
     if (what) throw new NotRegularFileError(path, what);
     throw err;
   }

@@ -55,7 +55,7 @@ export const SECRET_RULES: readonly SecretRule[] = [
   {
     kind: "param",
     pattern: new RegExp(
-      `(?<![A-Za-z0-9_-])((?:api[_-]?key|key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|token|secret|client[_-]?secret|password|passwd)=)[^\\s&"'<>#]+`,
+      `(?<![A-Za-z0-9_-])((?:api[_-]?key|key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|token|secret|client[_-]?secret|password|passwd)=)[^\\s&"'<>#;,]+`,
       "gi",
     ),
     replace: `$1${redactedMarker("param")}`,

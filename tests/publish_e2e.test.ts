@@ -25,10 +25,15 @@ const AGENT = join(FIXTURES, "agent.ts");
 const track = killedAfterEach();
 
 /** Starts the proxy in front of the publishing fake agent, buzz on PATH, fallback armed. */
-function proxy(s: Scratch, extra: string[] = ["--publish-fallback", "--var", "channel=C1"]) {
+function proxy(
+  s: Scratch,
+  extra: string[] = ["--publish-fallback", "--var", "channel=C1"],
+  env: Record<string, string> = {},
+) {
   const p = startProxy(s, fakeArgs(s, extra), [BUN, AGENT], {
     PATH: `${FIXTURES}:${process.env.PATH}`,
     BUZZ_RECORD_DIR: s.dir,
+    ...env,
   });
   track(p);
   return p;
@@ -130,6 +135,23 @@ describe("publish fallback through the proxy", () => {
     expect(outcomes[0].diagnostics).toContain(
       "publish: buzz saw tool call call-2 publish, but it did not succeed (exit code 1 (rawOutput.exit_code))",
     );
+  });
+
+  test("a fallback that fails: one stderr line says the reply was not published, and why", async () => {
+    const s = scratch();
+    const p = proxy(s, undefined, {
+      BUZZ_EXIT: "1",
+      BUZZ_STDERR: "relay refused: token=Zq7Xw2Lm9Pk4Rt6Yv1Hn8Bc3",
+    });
+    expect(await turns(p, s, ["forgetful", "forgetful"])).toEqual([
+      { stopReason: "end_turn", messages: 1 },
+      { stopReason: "end_turn", messages: 2 },
+    ]);
+    await p.exited;
+    const line =
+      "turnguard: publish: the fallback buzz exited with status 1: relay refused: token=[REDACTED:param]; the reply was not published (not retried)";
+    // Once per turn; the fallback's own stderr is in the Outcome, not on turnguard's stderr.
+    expect(p.stderr()).toBe(`${line}\n`.repeat(2));
   });
 
   test("disarmed: nothing sent and publish is null", async () => {
