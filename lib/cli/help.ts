@@ -8,11 +8,11 @@ export const HELP = `turnguard ${VERSION} — every agent turn gets its true out
 
 Usage:
   turnguard run    [--agent NAME] [--config PATH] [--outcome-json] [--outcome-file PATH]
-                   [--verbose] [--journal PATH] [--name NAME] [--retries N]
-                   [--retry-max-wait S] -- CMD [ARGS...]
+                   [--verbose] [--journal PATH | --no-journal] [--name NAME]
+                   [--retries N] [--retry-max-wait S] -- CMD [ARGS...]
   turnguard proxy  [--agent NAME] [--config PATH] [--outcome-file PATH] [--turn-timeout S]
                    [--rewrite-errors] [--max-line-bytes N] [--grace S] [--verbose]
-                   [--publish-fallback] [--var NAME=VALUE]... [--journal PATH]
+                   [--publish-fallback] [--var NAME=VALUE]... [--journal PATH | --no-journal]
                    [--name NAME] [--retries N] [--retry-max-wait S] -- AGENT_CMD [ARGS...]
   turnguard schema
   turnguard wait   [NAME|SESSION] [--print | --json] [--timeout S] [--journal PATH]
@@ -30,7 +30,9 @@ own usage or config errors; 126/127 when the command cannot be run or is not fou
 Exit codes (proxy): the agent's exit status (128+N for signal N); 2 for usage or
 config errors; 126/127 when the agent command cannot be run or is not found.
 Exit codes (wait): 0 the turn ended ok (or empty, refused, truncated, cancelled); 1 it
-failed; 2 usage errors; 3 timed out waiting; 4 no such session.
+failed; 2 usage errors; 3 timed out waiting; 4 no such session; 5 incomplete (its
+process is gone and a record of it was cut short); 6 the journal is not a regular file
+(log and retry too).
 Exit codes (retry): 0 the owner was signalled; 1 no retry waits; 2 usage errors; 4 no
 such session; 5 the process that owned the retry is gone.
 Exit codes (scan, explain): 0 an anchor matched; 1 none did; 2 usage or config errors.
