@@ -204,6 +204,9 @@ describe("run --outcome-json keeps memory bounded", () => {
   });
 });
 
+/** ESC, BEL and CSI: none may reach a terminal raw. */
+const CONTROLS = new RegExp("[\\x1b\\x07\\x9b]");
+
 describe("terminal control sequences in agent text", () => {
   test("wait --print, the wait state line and log escape them; --json keeps JSON escapes", async () => {
     const path = join(dir, "ctl.jsonl");
@@ -223,16 +226,16 @@ describe("terminal control sequences in agent text", () => {
     );
     const e = { ...env, TURNGUARD_JOURNAL: path };
     const print = await runProcess([binary, "wait", "ctl", "--print"], { env: e });
-    expect(print.stdout).not.toMatch(/[\x1b\x07\x9b]/);
+    expect(print.stdout).not.toMatch(CONTROLS);
     expect(print.stdout).toContain(
       "ok\\x1b]0;pwned\\x07 \\x1b[2J\\x9b31m line\\x0dover\r\nend\ttab",
     );
     expect(print.stdout).toContain("bad \\x1b[31mred\\x1b[0m");
     const state = await runProcess([binary, "wait", "ctl"], { env: e });
-    expect(state.stdout + state.stderr).not.toMatch(/[\x1b\x07\x9b]/);
+    expect(state.stdout + state.stderr).not.toMatch(CONTROLS);
     const log = await runProcess([binary, "log"], { env: e });
     expect(log.stdout).toContain("s-ctl");
-    expect(log.stdout).not.toMatch(/[\x1b\x07\x9b]/);
+    expect(log.stdout).not.toMatch(CONTROLS);
     const json = await runProcess([binary, "wait", "ctl", "--json"], { env: e });
     expect(JSON.parse(json.stdout).reply).toBe(evil);
   });
