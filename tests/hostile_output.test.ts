@@ -205,7 +205,8 @@ describe("run --outcome-json keeps memory bounded", () => {
 });
 
 /** ESC, BEL and CSI: none may reach a terminal raw. */
-const CONTROLS = new RegExp("[\\x1b\\x07\\x9b]");
+// deno-lint-ignore no-control-regex -- finding control characters is the point
+const CONTROLS = /[\x1b\x07\x9b]/;
 
 describe("terminal control sequences in agent text", () => {
   test("wait --print, the wait state line and log escape them; --json keeps JSON escapes", async () => {
