@@ -1,8 +1,11 @@
 /**
  * Redaction: well-known secret shapes (provider API keys, bearer tokens, `Authorization:`
- * headers, `key=`/`token=` parameters) replaced by a marker in everything turnguard stores
- * or prints — journal, outcome file and JSON, stderr lines, `wait`/`log` output. Agents
- * print their keys in error messages and debug logs; turnguard must not keep them.
+ * headers, `key=`/`token=` parameters, `"password": "…"` assignments, passwords in URLs)
+ * replaced by a marker in everything turnguard stores, prints or exports — journal, outcome
+ * file and JSON, stderr lines, `wait`/`log` output, telemetry. Agents print their keys in
+ * error messages and debug logs; turnguard must not keep them.
+ *
+ * A value already replaced (it starts with `[`) is not replaced again.
  *
  * Pure, and linear-time on any input: every pattern starts with a literal (or a one-char
  * lookbehind and a literal), has no nested quantifier, and every quantifier that can give
@@ -55,10 +58,26 @@ export const SECRET_RULES: readonly SecretRule[] = [
   {
     kind: "param",
     pattern: new RegExp(
-      `(?<![A-Za-z0-9_-])((?:api[_-]?key|key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|token|secret|client[_-]?secret|password|passwd)=)[^\\s&"'<>#;,]+`,
+      `(?<![A-Za-z0-9_-])((?:api[_-]?key|key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|token|secret|client[_-]?secret|password|passwd)=)[^\\s&"'<>#;,\\[][^\\s&"'<>#;,]*`,
       "gi",
     ),
     replace: `$1${redactedMarker("param")}`,
+  },
+  {
+    kind: "secret",
+    pattern: new RegExp(
+      `(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{0,40}?(?:api[_-]?key|apikey|secret|token|password|passwd|credentials?))(["']?[ \\t]{0,4}[:=][ \\t]{0,4}["']?)[^\\s"',;&<>\\[][^\\s"',;&<>]{3,}`,
+      "gi",
+    ),
+    replace: `$1$2${redactedMarker("secret")}`,
+  },
+  {
+    kind: "url",
+    pattern: new RegExp(
+      `(?<![A-Za-z0-9+.-])([a-z][a-z0-9+.-]{0,31}://[^\\s/:@]{1,256}:)[^\\s/@]{1,256}@`,
+      "gi",
+    ),
+    replace: `$1${redactedMarker("url")}@`,
   },
 ];
 

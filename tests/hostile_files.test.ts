@@ -19,7 +19,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import { journalPath } from "../lib/journal.ts";
+import { journalPath } from "../lib/journal/files.ts";
 import { userConfigPath } from "../lib/config.ts";
 import { dirVarProblems, homeDir } from "../lib/env_dirs.ts";
 import { ensureBinary } from "./helpers/binary.ts";

@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JournalWriter } from "../lib/journal.ts";
+import { JournalWriter } from "../lib/journal/writer.ts";
 import { REPLY_CAPTURE_BYTES } from "../lib/run.ts";
 import { TurnRecorder } from "../lib/turn_recorder.ts";
 import { ensureBinary } from "./helpers/binary.ts";

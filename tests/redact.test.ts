@@ -70,6 +70,18 @@ describe("redact: the secret corpus", () => {
     expect(back.diagnostics[0]).toBe("Authorization: [REDACTED:header]");
   });
 
+  test.each([
+    ["Authorization: Bearer abcdefghijklmnop", "Authorization: [REDACTED:header]"],
+    ["api_key=sk-abcdefghijklmnopqrstuvwx", "api_key=[REDACTED:openai]"],
+    ['{"token": "abcd1234efgh"}', '{"token": "[REDACTED:secret]"}'],
+    ['{"client_secret":"abcd1234efgh","n":1}', '{"client_secret":"[REDACTED:secret]","n":1}'],
+    ["DB_PASSWORD=hunter22", "DB_PASSWORD=[REDACTED:secret]"],
+    ["password: hunter22", "password: [REDACTED:secret]"],
+    ["https://bob:hunter22@example.com/x", "https://bob:[REDACTED:url]@example.com/x"],
+    ["gh token ghp_abcdefghijklmnopqrstuvwxyz0123", "gh token [REDACTED:github]"],
+    ["AWS AKIAABCDEFGHIJKLMNOP here", "AWS [REDACTED:aws] here"],
+  ])("%s", (input, expected) => expect(redact(input)).toBe(expected));
+
   test("ordinary text is left alone", () => {
     const plain = [
       "the task-manager finished 23 of 24 steps",
@@ -78,6 +90,10 @@ describe("redact: the secret corpus", () => {
       "disk-usage: 93%",
       "a bearer of bad news",
       "AKIA is a prefix; AKIASHORT is not a key",
+      "quota exceeded for gemini-2.5-pro, retry in 30s",
+      '{"usage":{"max_tokens": 4096, "output_tokens": 1234}}',
+      "tokens: 1234, token_count: 5",
+      "see https://example.com:8080/path@v2",
     ];
     for (const text of plain) expect(redact(text)).toBe(text);
   });
@@ -97,6 +113,10 @@ describe("redact and escapeControls: linear on pathological input", () => {
     ["ghp_ runs", "ghp_".repeat(MB / 4)],
     ["xoxb runs", "xoxb-".repeat(MB / 5)],
     ["dashes", "-".repeat(MB)],
+    ["password runs", "password".repeat(MB / 8)],
+    ["token assignments without value", "token: ".repeat(MB / 7)],
+    ["url schemes", "a://b:".repeat(MB / 6)],
+    ["word runs of 40", ("x".repeat(40) + " ").repeat(MB / 41)],
     ["escape bytes", "\x1b[".repeat(MB / 2)],
     ["carriage returns", "\r".repeat(MB)],
   ];

@@ -8,7 +8,7 @@
  */
 import { ATTR_ERROR_TYPE } from "@opentelemetry/semantic-conventions";
 import type { Outcome } from "../outcome.ts";
-import { redact } from "./redact.ts";
+import { redact } from "../redact.ts";
 
 /** An attribute value as OTLP carries it. */
 export type AttributeValue = string | number | boolean | string[];
