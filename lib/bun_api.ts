@@ -37,6 +37,8 @@ export interface BunSpawnOptions {
   stderr?: BunStdio;
   env?: Record<string, string | undefined>;
   cwd?: string;
+  /** A new session and process group for the child (setsid). */
+  detached?: boolean;
 }
 
 /** The `Bun` global, as far as turnguard uses it. */

@@ -9,7 +9,7 @@
  * nothing moves for STREAM_GRACE_MS while no write waits on a slow reader.
  */
 import { bun, type BunSubprocess } from "./bun_api.ts";
-import { forwardSignals } from "./signals.ts";
+import { forwardSignals, ownGroup, stopGroupOnExit } from "./signals.ts";
 import type { StdStream } from "./stdio.ts";
 
 /** After the agent exits, how long its stdio may stay open (held by its own children). */
@@ -108,13 +108,13 @@ export async function bunPassThrough(
       stderr: "pipe",
       env: launch.env,
       cwd: launch.cwd,
+      detached: ownGroup(),
     });
   } catch (err) {
     return { pid: undefined, code: null, signal: null, error: err as Error };
   }
   const stopForwarding = forwardSignals(child, () => taps.signalled());
-  const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
-  process.on("exit", killOnExit);
+  const stopGroup = stopGroupOnExit(child);
   let gone = false;
   const readerGone = () => {
     if (!gone) gone = true, taps.readerGone();
@@ -142,7 +142,7 @@ export async function bunPassThrough(
     }
   }
   stopForwarding();
-  process.off("exit", killOnExit);
+  stopGroup();
   return {
     pid: child.pid,
     code: child.signalCode ? null : child.exitCode,

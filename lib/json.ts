@@ -1,6 +1,56 @@
-/** Reading parsed JSON: the one test for a plain object, shared by every reader of JSON. */
+/**
+ * Reading parsed JSON: the one test for a plain object, and the one bound on nesting that
+ * every reader of agent-controlled JSON applies before it walks a value.
+ */
 
 /** True for a plain JSON object (not an array, not null). */
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The deepest nesting of arrays and objects turnguard reads. Deeper JSON (tens of thousands
+ * of levels overflow the stack of `JSON.stringify` and of every recursive walk) is opaque:
+ * its bytes pass, nothing reads inside it. Real ACP messages nest a few dozen levels.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Whether JSON text (bytes or a string of it) nests arrays and objects deeper than
+ * `max`. One pass, no allocation; brackets inside strings do not count. Text shorter than
+ * twice the bound cannot be that deep and is not scanned.
+ */
+export function nestsDeeper(text: Uint8Array | string, max = MAX_JSON_DEPTH): boolean {
+  const n = text.length;
+  if (n <= 2 * max) return false;
+  const at = typeof text === "string" ? (i: number) => text.charCodeAt(i) : (i: number) => text[i];
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < n; i++) {
+    const c = at(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * `JSON.parse` for agent-controlled text: undefined when the text is not JSON, or nests
+ * deeper than MAX_JSON_DEPTH (then nothing may walk it). Never throws.
+ */
+export function parseBoundedJson(text: string): unknown {
+  if (nestsDeeper(text)) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -17,8 +17,9 @@ import {
   idKey,
   type JsonRpcId,
   type Message,
+  type Opaque,
   parseBatch,
-  parseMessage,
+  readMessage,
   sessionIdOf,
   startsArray,
 } from "./acp/jsonrpc.ts";
@@ -59,7 +60,8 @@ import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import { Tail } from "./byte_window.ts";
 import { type AgentLaunch, STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
-import { forwardSignals, signalExitCode } from "./signals.ts";
+import { forwardSignals, killGroup, signalExitCode, stopGroupOnExit } from "./signals.ts";
+import { timerDelay } from "./timer_delay.ts";
 import { formatDuration, lastLines } from "./text.ts";
 
 /** Default grace periods: after EOF before SIGTERM (and again before SIGKILL), and after a
@@ -167,8 +169,13 @@ interface WaitingRetry {
   response: Uint8Array | null;
 }
 
-/** A line too long to inspect, while it passes: its first bytes, and what they tell. */
+/**
+ * A line too long (or nested too deeply) to inspect, while it passes: its first bytes,
+ * and what they tell.
+ */
 interface LongLine {
+  /** Why it is not read: "longer than the inspection limit", "nested too deeply". */
+  why: string;
   prefix: Uint8Array[];
   bytes: number;
   /** Set once PREFIX_BYTES (or the whole line) came. */
@@ -202,7 +209,15 @@ function idLexemeOf(line: Uint8Array, id: JsonRpcId): string {
   return lexeme !== null && idOfLexeme(lexeme) === id ? lexeme : JSON.stringify(id);
 }
 
-const newLong = (): LongLine => ({ prefix: [], bytes: 0, scan: null, turn: undefined });
+const TOO_LONG = "longer than the inspection limit";
+const TOO_DEEP = "nested too deeply to read";
+const newLong = (why = TOO_LONG): LongLine => ({
+  why,
+  prefix: [],
+  bytes: 0,
+  scan: null,
+  turn: undefined,
+});
 
 /** A turn's key among waiting retries: session and turn number. */
 const retryKey = (turn: Turn) => `${turn.sessionId}\n${turn.turn}`;
@@ -215,6 +230,8 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
       stdio: ["pipe", "pipe", "pipe"],
       env: opts.env as NodeJS.ProcessEnv,
       cwd: opts.cwd,
+      // A process group of its own: stopped as a whole (see signals.ts).
+      detached: true,
     });
   } catch (err) {
     return spawnFailure(opts.command, err);
@@ -265,6 +282,8 @@ class Proxy {
   #clientLong: LongLine | null = null;
   /** Turns whose response already went to the client unread: they cannot be retried. */
   readonly #forwarded = new WeakSet<Turn>();
+  /** A line's reading threw once (said once on stderr; see `#guard`). */
+  #guardFailed = false;
 
   constructor(opts: ProxyOptions, child: ChildProcess) {
     this.#opts = opts;
@@ -304,8 +323,7 @@ class Proxy {
         this.#signalled = true;
         this.#log(`forwarded ${signal} to the agent`);
       });
-    const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
-    process.on("exit", killOnExit);
+    const stopGroup = stopGroupOnExit(child);
 
     child.stdin!.on("error", () => {}); // the agent closed its stdin or died
     child.stderr!.on("data", (chunk: Uint8Array) => {
@@ -343,7 +361,6 @@ class Proxy {
     input.off("end", onClientEnd);
     input.pause();
     stopSignals();
-    process.off("exit", killOnExit);
     for (const t of this.#eofTimers) clearTimeout(t);
     if (this.#ticker) clearInterval(this.#ticker);
     for (const { timer } of this.#expiring.values()) clearTimeout(timer);
@@ -357,6 +374,7 @@ class Proxy {
     while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
     this.#toClient.finish();
     await this.#toClient.flushed();
+    stopGroup();
     const exitCode = exit.signal !== null ? signalExitCode(exit.signal) : exit.code ?? 1;
     this.#log(
       `agent exited with ${exit.signal !== null ? `signal ${exit.signal}` : `status ${exit.code}`}`,
@@ -397,8 +415,12 @@ class Proxy {
       size = 0;
     };
     splitter.push(chunk, (segment) => {
-      if (segment.kind === "pass") passing(segment.bytes, segment.end);
-      const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
+      if (segment.kind === "pass") {
+        this.#guard("a long line", () => passing(segment.bytes, segment.end), undefined);
+      }
+      const verdict = segment.kind === "line"
+        ? this.#guard("a line", () => inspect(segment.bytes), PASS)
+        : PASS;
       if (verdict === null) {
         const length = segment.bytes.length;
         size += length;
@@ -423,7 +445,9 @@ class Proxy {
 
   /** Forwards one segment (used when a stream ends). */
   #route(segment: Segment, out: LineOutput, inspect: (line: Uint8Array) => Verdict): void {
-    const verdict = segment.kind === "line" ? inspect(segment.bytes) : PASS;
+    const verdict = segment.kind === "line"
+      ? this.#guard("a line", () => inspect(segment.bytes), PASS)
+      : PASS;
     if (verdict === null) out.write(segment.bytes);
     else this.#apply(verdict, out);
   }
@@ -438,13 +462,13 @@ class Proxy {
    * a response ends its request (unread); other lines count as output of the turn of the
    * session they name, or of the only running turn when they name none.
    */
-  #agentPassing(piece: Uint8Array, end: boolean): void {
-    const long = this.#agentLong ??= newLong();
+  #agentPassing(piece: Uint8Array, end: boolean, why = TOO_LONG): void {
+    const long = this.#agentLong ??= newLong(why);
     const now = this.#now();
     if (keepPrefix(long, piece, end)) {
       const text = scanLong(long);
       const scan = long.scan!;
-      this.#log(`an agent line longer than the inspection limit is passing through unread`);
+      this.#log(`an agent line ${long.why} is passing through unread`);
       if (isRequestPrefix(scan)) {
         const id = idOfLexeme(scan.idLexeme!);
         this.#agentPending.add(id, scan.method!, sessionIdInPrefix(text), scan.idLexeme!);
@@ -463,23 +487,45 @@ class Proxy {
     }
     if (!end) return;
     this.#agentLong = null;
-    if (isResponsePrefix(long.scan!)) this.#longResponse(long.scan!, now);
+    const scan = long.scan!;
+    if (isResponsePrefix(scan)) {
+      this.#unreadResponse(idOfLexeme(scan.idLexeme!), scan.keys.has("error"), long.why, now);
+    }
+  }
+
+  /**
+   * An agent line nested too deeply to read: only its envelope is looked at (a response
+   * ends its request unread, a request is tracked, anything else counts as output); when
+   * not even that could be parsed, its first bytes tell, as for a line too long.
+   */
+  #agentOpaque(opaque: Opaque, line: Uint8Array): Verdict {
+    const message = opaque.message;
+    if (message === null) {
+      this.#agentPassing(line, true, TOO_DEEP);
+      return PASS;
+    }
+    this.#log(`an agent line ${TOO_DEEP} is passing through unread`);
+    const now = this.#now();
+    if (message.kind === "result" || message.kind === "error") {
+      this.#unreadResponse(message.id, message.kind === "error", TOO_DEEP, now);
+      return PASS;
+    }
+    const sessionId = sessionIdOf(message.params);
+    if (message.kind === "request") this.#agentPending.add(message.id, message.method, sessionId);
+    const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
+    if (turn) observeUninspected(turn, now);
+    return PASS;
   }
 
   /**
    * The agent answered a client request with a line too long to inspect; it went through
    * as it is. Its request is no longer pending, and a turn it answers ends (not rewritten).
    */
-  #longResponse(scan: PrefixScan, now: number): void {
-    const id = idOfLexeme(scan.idLexeme!);
+  #unreadResponse(id: JsonRpcId, isError: boolean, why: string, now: number): void {
     const request = this.#clientPending.take(id);
     if (!request) return;
     if (request.answered) {
-      this.#log(
-        `the agent's late response to request ${
-          idKey(id)
-        } was longer than the inspection limit; it went through unread`,
-      );
+      this.#log(`the agent's late response to request ${idKey(id)} was ${why}; it went through`);
       return;
     }
     const turn = this.#turns.forRequest(id);
@@ -487,9 +533,8 @@ class Proxy {
     this.#turns.end(turn);
     const expiry = this.#expiring.get(turn);
     if (expiry) clearTimeout(expiry.timer), this.#expiring.delete(turn);
-    const note =
-      "the agent's response was longer than the inspection limit: forwarded unread, not rewritten";
-    const end: TurnEnd = scan.keys.has("error")
+    const note = `the agent's response was ${why}: forwarded unread, not rewritten`;
+    const end: TurnEnd = isError
       ? { kind: "error", error: { code: null, message: note }, response: {} }
       : { kind: "result", result: {}, response: {} };
     const { outcome } = this.#conclude(turn, end, now);
@@ -504,12 +549,12 @@ class Proxy {
    * its first PREFIX_BYTES is tracked (as a plain request, never a turn); a response ends
    * the agent's request.
    */
-  #clientPassing(piece: Uint8Array, end: boolean): void {
-    const long = this.#clientLong ??= newLong();
+  #clientPassing(piece: Uint8Array, end: boolean, why = TOO_LONG): void {
+    const long = this.#clientLong ??= newLong(why);
     if (keepPrefix(long, piece, end)) {
       const text = scanLong(long);
       const scan = long.scan!;
-      this.#log("a client line longer than the inspection limit is passing through unread");
+      this.#log(`a client line ${long.why} is passing through unread`);
       if (isRequestPrefix(scan)) {
         const id = idOfLexeme(scan.idLexeme!);
         this.#clientPending.add(id, scan.method!, sessionIdInPrefix(text), scan.idLexeme!);
@@ -520,11 +565,32 @@ class Proxy {
     if (end) this.#clientLong = null;
   }
 
+  /**
+   * A client line nested too deeply to read: a request is tracked (as a plain request,
+   * never a turn: its prompt is not read), a response answers the agent's request.
+   */
+  #clientOpaque(opaque: Opaque, line: Uint8Array): Verdict {
+    const message = opaque.message;
+    if (message === null) {
+      this.#clientPassing(line, true, TOO_DEEP);
+      return PASS;
+    }
+    this.#log(`a client line ${TOO_DEEP} is passing through unread`);
+    if (message.kind === "request") {
+      const sessionId = sessionIdOf(message.params);
+      this.#clientPending.add(message.id, message.method, sessionId, idLexemeOf(line, message.id));
+    } else if (message.kind !== "notification") {
+      this.#clientAnswered(message.id, this.#now());
+    }
+    return PASS;
+  }
+
   #fromClientLine(line: Uint8Array): Verdict {
     // A line without a `"method"` key is a response (or not JSON-RPC): it only matters
     // while the agent waits on the client.
     if (this.#agentPending.size === 0 && asBuffer(line).indexOf(METHOD_KEY) === -1) return PASS;
-    const message = parseMessage(line);
+    const message = readMessage(line);
+    if (message?.kind === "opaque") return this.#clientOpaque(message, line);
     if (!message) {
       if (startsArray(line)) this.#clientBatch(line);
       return PASS;
@@ -556,7 +622,7 @@ class Proxy {
       default: {
         // The client answered one of the agent's requests (e.g. a permission prompt):
         // the silence clock of that session starts again now.
-        if (message.id !== null) this.#clientAnswered(message.id, now);
+        this.#clientAnswered(message.id, now);
         return PASS;
       }
     }
@@ -571,7 +637,7 @@ class Proxy {
     for (const message of parseBatch(line) ?? []) {
       if (message.kind === "request") {
         this.#clientPending.add(message.id, message.method, sessionIdOf(message.params));
-      } else if (message.kind !== "notification" && message.id !== null) {
+      } else if (message.kind !== "notification") {
         this.#clientAnswered(message.id, now);
       }
     }
@@ -582,7 +648,7 @@ class Proxy {
     for (const message of parseBatch(line) ?? []) {
       if (message.kind === "request") {
         this.#agentPending.add(message.id, message.method, sessionIdOf(message.params));
-      } else if (message.kind !== "notification" && message.id !== null) {
+      } else if (message.kind !== "notification") {
         if (!this.#turns.forRequest(message.id)) this.#clientPending.take(message.id);
       }
     }
@@ -637,7 +703,8 @@ class Proxy {
       return PASS;
     }
     if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
-    const message = parseMessage(line);
+    const message = readMessage(line);
+    if (message?.kind === "opaque") return this.#agentOpaque(message, line);
     if (!message) {
       if (startsArray(line)) this.#agentBatch(line);
       return PASS;
@@ -671,7 +738,6 @@ class Proxy {
     line: Uint8Array,
     now: number,
   ): Verdict {
-    if (message.id === null) return PASS;
     const request = this.#clientPending.take(message.id);
     if (!request) return PASS;
     if (request.answered) {
@@ -907,18 +973,26 @@ class Proxy {
       this.#clientPending.take(request.id);
       if (request.answered) continue;
       const turn = this.#turns.forRequest(request.id);
+      const crash = () =>
+        encodeResponse(
+          errorResponse(request.id, message, crashData(message, code)),
+          request.idLexeme,
+          "\n",
+        );
       if (turn) {
         this.#turns.end(turn);
-        if (this.#signalled) turn.cancelled = true;
+        // A client that hung up mid-prompt gave up on the turn: the agent's exit that
+        // follows is not its crash.
+        if (this.#signalled || this.#clientGone) turn.cancelled = true;
+        const end: TurnEnd = { kind: "exit", code, signal, stderrTail: tail };
         this.#inject(
-          this.#finishTurn(turn, { kind: "exit", code, signal, stderrTail: tail }, null, now),
+          this.#guard("the turn's end", () => this.#finishTurn(turn, end, null, now), {
+            replace: crash(),
+          }),
         );
         continue;
       }
-      const data = crashData(message, code);
-      this.#toClient.inject(
-        encodeResponse(errorResponse(request.id, message, data), request.idLexeme, "\n"),
-      );
+      this.#toClient.inject(crash());
     }
   }
 
@@ -961,15 +1035,23 @@ class Proxy {
     this.#turns.end(turn);
     const request = this.#clientPending.get(turn.requestId);
     if (request) request.answered = true;
+    const end: TurnEnd = { kind: "timeout", silentMs };
+    const message = `the agent was silent for ${formatDuration(silentMs)}`;
     this.#inject(
-      this.#finishTurn(turn, { kind: "timeout", silentMs }, null, this.#now()),
+      this.#guard("the turn's end", () => this.#finishTurn(turn, end, null, this.#now()), {
+        replace: encodeResponse(
+          errorResponse(turn.requestId, message, crashData(message, null)),
+          turn.requestIdLexeme,
+          "\n",
+        ),
+      }),
     );
   }
 
   // ---------------------------------------------------------------- shutdown
 
   #grace(): number {
-    return this.#opts.graceMs ?? DEFAULT_GRACE_MS;
+    return timerDelay(this.#opts.graceMs ?? DEFAULT_GRACE_MS);
   }
 
   /** The client closed stdin: close the agent's, then TERM and KILL it if it lingers. */
@@ -981,20 +1063,41 @@ class Proxy {
     );
     this.#clientGone = true;
     this.#stopRetries("the client closed its input");
-    await this.#toAgent.end();
-    this.#log("the client closed its input; closed the agent's");
+    // The grace counts from the client's close, not from when the agent took the last of
+    // its input: an agent that never reads its stdin (while it floods stdout) is stopped.
     const child = this.#child;
     const alive = () => child.exitCode === null && child.signalCode === null;
     this.#eofTimers.push(setTimeout(() => {
       if (!alive()) return;
       this.#log("the agent ignored EOF; sending SIGTERM");
-      child.kill("SIGTERM");
+      killGroup(child, "SIGTERM");
       this.#eofTimers.push(setTimeout(() => {
         if (!alive()) return;
         this.#log("the agent ignored SIGTERM; sending SIGKILL");
-        child.kill("SIGKILL");
+        killGroup(child, "SIGKILL");
       }, this.#grace()));
     }, this.#grace()));
+    await this.#toAgent.end();
+    this.#log("the client closed its input; closed the agent's");
+  }
+
+  /**
+   * The last resort: whatever reading a line throws (a bug, a runtime limit the bounds
+   * missed), the line still passes as it is and the proxy goes on; the failure is said on
+   * stderr once.
+   */
+  #guard<T>(what: string, read: () => T, fallback: T): T {
+    try {
+      return read();
+    } catch (err) {
+      if (!this.#guardFailed) {
+        this.#guardFailed = true;
+        this.#opts.stderr.write(
+          `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
+        );
+      }
+      return fallback;
+    }
   }
 
   #log(line: string): void {

@@ -3,6 +3,7 @@
  * sends SIGUSR1 to the owning process, or never when it is stopped (SIGINT/SIGTERM in run
  * mode, a cancel in proxy mode). Timers and signals are behind small interfaces.
  */
+import { timerDelay } from "./timer_delay.ts";
 
 /** How a waiting retry ended: its time came, it was asked to run now, or it was stopped. */
 export type WaitEnd = "due" | "now" | "stopped";
@@ -33,9 +34,6 @@ export function guardRunNow(signals: SignalSource): void {
   guarded.add(signals);
   signals.on(RUN_NOW_SIGNAL, ignore);
 }
-
-/** setTimeout cannot wait longer than this. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Waiting {
   timer: ReturnType<typeof setTimeout>;
@@ -73,7 +71,7 @@ export class RetryWaits {
       this.#waiting.delete(key);
       end(how);
     };
-    const timer = setTimeout(() => finish("due"), Math.min(Math.max(0, afterMs), MAX_TIMER_MS));
+    const timer = setTimeout(() => finish("due"), timerDelay(afterMs));
     this.#waiting.set(key, { timer, end: finish });
   }
 

@@ -14,7 +14,7 @@ import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
-import { forwardSignals, signalExitCode } from "./signals.ts";
+import { forwardSignals, killGroup, ownGroup, signalExitCode, stopGroupOnExit } from "./signals.ts";
 import { capUtf8, lastLines } from "./text.ts";
 import { Head, Tail } from "./byte_window.ts";
 import { bun } from "./bun_api.ts";
@@ -92,12 +92,15 @@ export function stderrCause(
 }
 
 export { STREAM_GRACE_MS };
+/** The second look of an idle check (see waitForExit). */
+const IDLE_RECHECK_MS = 50;
 
 /**
  * Waits for the agent to exit, then for its output streams to end. A grandchild the
  * agent left behind may hold the pipes open forever, so once the streams have been idle
- * for STREAM_GRACE_MS they are closed — but never while a stream is paused because its
- * reader is slow: that data is still on its way, and no byte of it may be lost.
+ * for STREAM_GRACE_MS the agent's process group is stopped, and a grace later they are
+ * closed — but never while a stream is paused because its reader is slow: that data is
+ * still on its way, and no byte of it may be lost.
  */
 export function waitForExit(
   child: ChildProcess,
@@ -112,21 +115,39 @@ export function waitForExit(
       );
       let open = streams.length;
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let chunks = 0;
+      let stopped = false;
       const finish = () => {
         clearTimeout(timer);
-        for (const s of streams) s.off("data", arm), s.destroy();
+        for (const s of streams) s.off("data", onData), s.destroy();
         resolve({ code, signal });
       };
       function arm() {
         clearTimeout(timer);
-        timer = setTimeout(
-          () => streams.some((s) => s.isPaused()) ? arm() : finish(),
-          STREAM_GRACE_MS,
-        );
+        timer = setTimeout(idle, STREAM_GRACE_MS);
+      }
+      function onData() {
+        chunks++;
+        arm();
+      }
+      // Idle for the grace: first its group is stopped (whoever holds the pipes goes, and
+      // they end), and only when they are still open a grace later are they closed. A
+      // starved process runs its due timers before it reads what waits in the pipes: the
+      // idle check looks again after one more round of the event loop.
+      function idle() {
+        if (streams.some((s) => s.isPaused())) return arm();
+        const seen = chunks;
+        timer = setTimeout(() => {
+          if (chunks !== seen || streams.some((s) => s.isPaused())) return arm();
+          if (stopped) return finish();
+          stopped = true;
+          killGroup(child, "SIGTERM");
+          arm();
+        }, IDLE_RECHECK_MS);
       }
       if (open === 0) return finish();
       for (const s of streams) {
-        s.on("data", arm);
+        s.on("data", onData);
         s.once("close", () => --open === 0 && finish());
       }
       arm();
@@ -276,16 +297,16 @@ async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise
     stdio: ["inherit", "pipe", "pipe"],
     env: opts.env as NodeJS.ProcessEnv,
     cwd: opts.cwd,
+    detached: ownGroup(),
   });
   const stopForwarding = forwardSignals(child, taps.signalled);
-  const killOnExit = () => child.exitCode === null && child.kill("SIGTERM");
-  process.on("exit", killOnExit);
+  const stopGroup = stopGroupOnExit(child);
   if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
   else pipeThrough(child.stdout!, writable(opts.stdout), taps.stdout, taps.readerGone);
   pipeThrough(child.stderr!, writable(opts.stderr), taps.stderr);
   const exit = await waitForExit(child);
   stopForwarding();
-  process.off("exit", killOnExit);
+  stopGroup();
   return { pid: child.pid, ...exit };
 }
 

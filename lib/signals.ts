@@ -1,5 +1,11 @@
-/** Signal names and numbers, and forwarding of a wrapper's signals to its child. */
+/**
+ * Signal names and numbers, forwarding of a wrapper's signals to its child, and the
+ * child's process group: the agent runs as the leader of a group of its own (spawned
+ * `detached`), so its signals, and the stop on every exit path, reach the processes it
+ * started too.
+ */
 import { constants } from "node:os";
+import { isatty } from "node:tty";
 
 /** The signals a wrapper forwards to the agent it runs. */
 export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"] as const;
@@ -18,9 +24,10 @@ export function signalExitCode(name: string): number {
 
 /** A child process signals can be forwarded to (node:child_process's or Bun's). */
 export interface Signallable {
+  readonly pid?: number;
   readonly exitCode: number | null;
   readonly signalCode: string | null;
-  kill(signal: ForwardedSignal): unknown;
+  kill(signal: NodeJS.Signals): unknown;
 }
 
 /**
@@ -34,12 +41,53 @@ export function forwardSignals(
   const handlers = FORWARDED_SIGNALS.map((signal) => {
     const handler = () => {
       onSignal(signal);
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null) killGroup(child, signal);
     };
     process.on(signal, handler);
     return [signal, handler] as const;
   });
   return () => {
     for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+}
+
+/**
+ * Whether `run` starts the agent in a process group of its own: yes, unless stdin is a
+ * terminal (a new session would cut the agent off it). The proxy's agent always is.
+ */
+export function ownGroup(): boolean {
+  // isatty, not process.stdin: the stream would change the descriptor the agent inherits.
+  return !isatty(0);
+}
+
+/**
+ * Sends `signal` to the child's process group (it leads one when spawned `detached`), else
+ * (no such group: it was not detached, or it is gone) to the child alone. Never throws.
+ */
+export function killGroup(child: Signallable, signal: NodeJS.Signals): void {
+  if (child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, signal);
+      return;
+    } catch { /* no such group */ }
+  }
+  try {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  } catch { /* already gone */ }
+}
+
+/**
+ * Stops the child's process group on every way out of turnguard: at `process.exit` (an
+ * error, the end of main) and when `stop` is called after the agent exited (what it
+ * started and left behind goes with it, as under tini). Returns `stop`. SIGKILL of
+ * turnguard itself cannot be caught: the group then outlives it (a known limit; the
+ * proxy's agent still sees its stdin close).
+ */
+export function stopGroupOnExit(child: Signallable): () => void {
+  const stop = () => killGroup(child, "SIGTERM");
+  process.on("exit", stop);
+  return () => {
+    process.off("exit", stop);
+    stop();
   };
 }

@@ -93,7 +93,7 @@ describe("scanPrefix", () => {
       null,
     ],
     ['{"jsonrpc":"2.0","id":12', ["jsonrpc", "id"], null, null],
-    ['{"id":null,"error":{}}', ["id", "error"], null, null],
+    ['{"id":null,"error":{}}', ["id", "error"], "null", null],
     ["[1,2]", [], null, null],
   ])("%s", (text, keys, id, method) => {
     const scan = scanPrefix(text);

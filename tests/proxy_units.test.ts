@@ -192,7 +192,7 @@ describe("parseMessage", () => {
 });
 
 describe("PendingRequests", () => {
-  test("tracks by id, counts per session, reused ids replace", () => {
+  test("tracks by id, counts per session, a reused id waits behind the first", () => {
     const p = new PendingRequests();
     p.add(1, "session/prompt", "s1");
     p.add("1", "session/new", null);
@@ -201,8 +201,21 @@ describe("PendingRequests", () => {
     expect(p.take(1)?.method).toBe("session/prompt");
     expect(p.take(1)).toBeUndefined();
     expect(p.get("1")?.method).toBe("session/new");
+    // A duplicate in-flight id: both requests wait, each is answered once (oldest first).
     p.add(2, "other", "s2");
-    expect([p.size, p.countFor("s1"), p.countFor("s2")]).toEqual([2, 0, 1]);
+    expect([p.size, p.countFor("s1"), p.countFor("s2")]).toEqual([3, 1, 1]);
+    expect(p.all().map((r) => r.method)).toEqual([
+      "session/new",
+      "session/request_permission",
+      "other",
+    ]);
+    expect(p.take(2)?.method).toBe("session/request_permission");
+    expect(p.take(2)?.method).toBe("other");
+    expect(p.take(2)).toBeUndefined();
+    // null and non-finite ids are ids like any other.
+    p.add(null, "x", null);
+    p.add(Infinity, "y", null);
+    expect([p.take(null)?.method, p.take(Infinity)?.method, p.size]).toEqual(["x", "y", 1]);
   });
 });
 

@@ -3,10 +3,14 @@
  * nothing, for blank lines, invalid JSON, batches and anything that is not a message).
  * The proxy only reads messages; lines it does not rewrite are forwarded as their bytes.
  */
-import { isObject } from "../json.ts";
+import { isObject, nestsDeeper } from "../json.ts";
 
-/** A request id: each side of the connection numbers its own. */
-export type JsonRpcId = string | number;
+/**
+ * A request id: each side of the connection numbers its own. Besides strings and numbers,
+ * a peer may write `null` (discouraged, still a request) or a number beyond a double
+ * (`1e999`, read as Infinity): such requests are answered like any other.
+ */
+export type JsonRpcId = string | number | null;
 
 /** A JSON object, as parsed. */
 export type JsonObject = Record<string, unknown>;
@@ -15,8 +19,8 @@ export type JsonObject = Record<string, unknown>;
 export type Message =
   | { kind: "request"; id: JsonRpcId; method: string; params: unknown }
   | { kind: "notification"; method: string; params: unknown }
-  | { kind: "result"; id: JsonRpcId | null; result: unknown; raw: JsonObject }
-  | { kind: "error"; id: JsonRpcId | null; error: JsonObject; raw: JsonObject };
+  | { kind: "result"; id: JsonRpcId; result: unknown; raw: JsonObject }
+  | { kind: "error"; id: JsonRpcId; error: JsonObject; raw: JsonObject };
 
 const decoder = new TextDecoder();
 
@@ -24,18 +28,36 @@ const decoder = new TextDecoder();
 export { isObject };
 
 function isId(value: unknown): value is JsonRpcId {
-  return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
+  return typeof value === "string" || typeof value === "number" || value === null;
+}
+
+/**
+ * A line nested deeper than MAX_JSON_DEPTH: it passes as its bytes, and nothing may walk
+ * inside it. `message` is its envelope when the runtime could parse it: only its top-level
+ * members (kind, id, method) and `params.sessionId` may be read; null when it could not.
+ */
+export interface Opaque {
+  kind: "opaque";
+  message: Message | null;
 }
 
 /** Reads one line as a JSON-RPC message; null when it is not one (the line still passes). */
 export function parseMessage(line: Uint8Array): Message | null {
+  const read = readMessage(line);
+  return read?.kind === "opaque" ? null : read;
+}
+
+/** parseMessage, and Opaque for a line nested too deeply to read. */
+export function readMessage(line: Uint8Array): Message | Opaque | null {
+  const deep = nestsDeeper(line);
   let value: unknown;
   try {
     value = JSON.parse(decoder.decode(line));
   } catch {
-    return null;
+    return deep ? { kind: "opaque", message: null } : null;
   }
-  return toMessage(value);
+  const message = toMessage(value);
+  return deep ? { kind: "opaque", message } : message;
 }
 
 /**
@@ -43,6 +65,7 @@ export function parseMessage(line: Uint8Array): Message | null {
  * (the line is still forwarded as its bytes); null when it is not an array.
  */
 export function parseBatch(line: Uint8Array): Message[] | null {
+  if (nestsDeeper(line)) return null;
   let value: unknown;
   try {
     value = JSON.parse(decoder.decode(line));
@@ -67,11 +90,11 @@ export function toMessage(value: unknown): Message | null {
   if (!isObject(value)) return null;
   const { id, method } = value;
   if (typeof method === "string") {
-    if (isId(id)) return { kind: "request", id, method, params: value.params };
     if (id === undefined) return { kind: "notification", method, params: value.params };
+    if (isId(id)) return { kind: "request", id, method, params: value.params };
     return null;
   }
-  if (!isId(id) && id !== null) return null;
+  if (!isId(id)) return null;
   if (isObject(value.error)) return { kind: "error", id, error: value.error, raw: value };
   if ("result" in value) return { kind: "result", id, result: value.result, raw: value };
   return null;
@@ -79,7 +102,7 @@ export function toMessage(value: unknown): Message | null {
 
 /** A map key for an id: `1` and `"1"` are different requests. */
 export function idKey(id: JsonRpcId): string {
-  return typeof id === "number" ? `n${id}` : `s${id}`;
+  return id === null ? "null" : typeof id === "number" ? `n${id}` : `s${id}`;
 }
 
 /** A string member of an object, or null. */

@@ -4,6 +4,7 @@
  * answers. Also gives the id's lexeme exactly as written, so responses turnguard builds
  * carry the id the client sent (`9007199254740993`, `1e0`) rather than its double.
  */
+import type { JsonRpcId } from "./jsonrpc.ts";
 
 /** What the first bytes of a message tell. */
 export interface PrefixScan {
@@ -90,7 +91,7 @@ export function scanPrefix(text: string): PrefixScan {
     const lexeme = text.slice(at, end);
     if (key === "id") {
       const number = lexeme.match(NUMBER);
-      if (lexeme[0] === '"' || number?.[0] === lexeme) scan.idLexeme = lexeme;
+      if (lexeme[0] === '"' || lexeme === "null" || number?.[0] === lexeme) scan.idLexeme = lexeme;
     } else if (key === "method" && lexeme[0] === '"') {
       try {
         scan.method = JSON.parse(lexeme) as string;
@@ -101,8 +102,8 @@ export function scanPrefix(text: string): PrefixScan {
 }
 
 /** The id a lexeme from `scanPrefix` stands for. */
-export function idOfLexeme(lexeme: string): string | number {
-  return JSON.parse(lexeme) as string | number;
+export function idOfLexeme(lexeme: string): JsonRpcId {
+  return JSON.parse(lexeme) as JsonRpcId;
 }
 
 /** Whether the scanned bytes begin a response: an id, no method, a result or an error. */

@@ -17,38 +17,48 @@ export interface PendingRequest {
   answered: boolean;
 }
 
-/** The requests one side sent that the other side has not answered yet. */
+/**
+ * The requests one side sent that the other side has not answered yet. A peer may reuse an
+ * id while its first request still waits: both are kept (a response answers the oldest),
+ * so each still gets its one answer.
+ */
 export class PendingRequests {
-  #byKey = new Map<string, PendingRequest>();
+  #byKey = new Map<string, PendingRequest[]>();
+  #size = 0;
   #perSession = new Map<string, number>();
 
-  /** Records a request. A reused id replaces the older request. */
+  /** Records a request (behind any still waiting under the same id). */
   add(
     id: JsonRpcId,
     method: string,
     sessionId: string | null,
     idLexeme: string = JSON.stringify(id),
   ): PendingRequest {
-    this.take(id);
     const request: PendingRequest = { id, method, sessionId, idLexeme, answered: false };
-    this.#byKey.set(idKey(id), request);
+    const key = idKey(id);
+    const same = this.#byKey.get(key);
+    if (same) same.push(request);
+    else this.#byKey.set(key, [request]);
+    this.#size++;
     if (sessionId !== null) {
       this.#perSession.set(sessionId, (this.#perSession.get(sessionId) ?? 0) + 1);
     }
     return request;
   }
 
-  /** Finds the request a response answers without removing it. */
+  /** Finds the (oldest) request a response answers without removing it. */
   get(id: JsonRpcId): PendingRequest | undefined {
-    return this.#byKey.get(idKey(id));
+    return this.#byKey.get(idKey(id))?.[0];
   }
 
-  /** Removes and returns the request a response answers. */
+  /** Removes and returns the (oldest) request a response answers. */
   take(id: JsonRpcId): PendingRequest | undefined {
     const key = idKey(id);
-    const request = this.#byKey.get(key);
-    if (!request) return undefined;
-    this.#byKey.delete(key);
+    const same = this.#byKey.get(key);
+    if (!same) return undefined;
+    const request = same.shift()!;
+    if (same.length === 0) this.#byKey.delete(key);
+    this.#size--;
     if (request.sessionId !== null) {
       const n = (this.#perSession.get(request.sessionId) ?? 1) - 1;
       if (n > 0) this.#perSession.set(request.sessionId, n);
@@ -62,13 +72,13 @@ export class PendingRequests {
     return this.#perSession.get(sessionId) ?? 0;
   }
 
-  /** Every waiting request, oldest first. */
+  /** Every waiting request. */
   all(): PendingRequest[] {
-    return [...this.#byKey.values()];
+    return [...this.#byKey.values()].flat();
   }
 
   /** Number of waiting requests. */
   get size(): number {
-    return this.#byKey.size;
+    return this.#size;
   }
 }

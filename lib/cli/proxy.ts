@@ -8,6 +8,7 @@ import { UsageError } from "../errors.ts";
 import type { Outcome } from "../outcome.ts";
 import { openOutcomeFile } from "../outcome_file.ts";
 import { DEFAULT_GRACE_MS, runProxy, type TurnHooks } from "../proxy.ts";
+import { MAX_TIMER_MS } from "../timer_delay.ts";
 import { composeHooks, journalHooks, type RetryExecutor } from "../proxy_journal.ts";
 import { PUBLISH_OPTIONS } from "../publish/flags.ts";
 import { proxyPublishHooks } from "../publish/hooks.ts";
@@ -54,6 +55,13 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const timeout = parseSeconds("--turn-timeout", values["turn-timeout"]);
   if (timeout === 0) throw new UsageError(`--turn-timeout: must be more than 0 seconds`);
   const grace = parseSeconds("--grace", values.grace);
+  if (grace !== undefined && grace * 1000 > MAX_TIMER_MS) {
+    throw new UsageError(
+      `--grace: at most ${
+        Math.floor(MAX_TIMER_MS / 1000)
+      } seconds (about 24 days), got "${values.grace}"`,
+    );
+  }
   const limit = parseByteCount("--max-line-bytes", values["max-line-bytes"]);
   const env = envRecord();
   const cwd = process.cwd();
