@@ -13,7 +13,8 @@ import {
   defineAnchor,
   type LoadedAnchor,
 } from "./plugin.ts";
-import { capUtf8, dewrapGlog } from "./text.ts";
+import { capUtf8, classifiedHead, dewrapGlog, oneLine } from "./text.ts";
+import { jsonText } from "./json.ts";
 import { callPlugin } from "./plugin_call.ts";
 
 /** Longest cause kept, in bytes of UTF-8. */
@@ -57,13 +58,15 @@ function tryRegExp(source: string, flags: string): RegExp | null {
 export function inputText(input: AnchorInput): string {
   switch (input.kind) {
     case "log":
-      return input.line;
+      return classifiedHead(input.line);
     case "text":
-      return input.text;
+      return classifiedHead(input.text);
     case "error": {
       const { message, data, code } = input.error;
-      const parts = [typeof message === "string" ? message : JSON.stringify(message)];
-      if (data !== undefined) parts.push(typeof data === "string" ? data : JSON.stringify(data));
+      const parts = [classifiedHead(typeof message === "string" ? message : jsonText(message))];
+      if (data !== undefined) {
+        parts.push(classifiedHead(typeof data === "string" ? data : jsonText(data)));
+      }
       if (typeof code === "number" || typeof code === "string") parts.push(`(code ${code})`);
       return parts.join(" ");
     }
@@ -72,8 +75,8 @@ export function inputText(input: AnchorInput): string {
 
 /** Trims a raw cause to one readable line: de-wrapped if asked, capped at 500 bytes. */
 export function tidyCause(raw: string, dewrap: "none" | "glog"): string {
-  const oneLine = raw.replace(/\s*[\r\n]+\s*/g, " ").trim();
-  return capUtf8(dewrap === "glog" ? dewrapGlog(oneLine) : oneLine, MAX_CAUSE_BYTES);
+  const line = oneLine(raw).trim();
+  return capUtf8(dewrap === "glog" ? dewrapGlog(line) : line, MAX_CAUSE_BYTES);
 }
 
 /** Compiles a declarative anchor into a plugin anchor (the same API user plugins use). */

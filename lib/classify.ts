@@ -7,7 +7,7 @@ import type { Category, RetryHint } from "./outcome.ts";
 import type { AnchorHit, LoadedAnchor } from "./plugin.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
 import { parseRecovery } from "./retry_hint.ts";
-import { formatDuration } from "./text.ts";
+import { classifiedHead, formatDuration } from "./text.ts";
 
 /**
  * Categories a later attempt can fix by itself (quota only once it has reset). A timeout
@@ -54,7 +54,7 @@ export function classify(
     category = finding?.hit.category ?? "unknown";
     retryFromText ??= finding?.hit.retry;
   }
-  const parsed = parseRecovery(cause, now);
+  const parsed = parseRecovery(classifiedHead(cause), now);
   const fromAt = retryFromText?.at ? Date.parse(retryFromText.at) - now : NaN;
   const afterMs = finiteOrNull(retryFromText?.afterMs) ??
     (Number.isFinite(fromAt) ? Math.max(0, fromAt) : null) ??

@@ -43,6 +43,18 @@ export function nestsDeeper(text: Uint8Array | string, max = MAX_JSON_DEPTH): bo
 }
 
 /**
+ * `JSON.stringify` for agent-controlled values: "" when a value cannot be written (nested
+ * too deeply for the stack, a cycle, a BigInt). Never throws.
+ */
+export function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+/**
  * `JSON.parse` for agent-controlled text: undefined when the text is not JSON, or nests
  * deeper than MAX_JSON_DEPTH (then nothing may walk it). Never throws.
  */

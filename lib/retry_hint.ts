@@ -36,7 +36,13 @@ const UNIT_MS: Record<string, number> = {
 
 const UNIT = String.raw`(?:ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)(?![a-z])`;
 const DURATION = String.raw`(?:\d+(?:\.\d+)?\s*${UNIT}\s*)+`;
-const PART = new RegExp(String.raw`(\d+(?:\.\d+)?)\s*(${UNIT})`, "gi");
+// No match starts inside a run of digits (it would fail as the run's own start did): linear.
+const PART = new RegExp(String.raw`(?<!\d)(\d+(?:\.\d+)?)\s*(${UNIT})`, "gi");
+
+/** Whether `ms` since the epoch is a time a Date can hold (else toISOString throws). */
+function validTime(ms: number): boolean {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15;
+}
 
 /** Parses `40h52m46s`, `1.48s`, `3h 21min`, `37s` into milliseconds; null when not a duration. */
 export function parseDuration(text: string): number | null {
@@ -73,7 +79,7 @@ function parseAbsolute(text: string): string | null {
   if (iso) {
     const [h, m, sec = "00"] = (iso[2] ?? "00:00").split(":");
     const t = Date.parse(`${iso[1]}T${h.padStart(2, "0")}:${m}:${sec}Z`);
-    if (!Number.isNaN(t)) return new Date(t).toISOString();
+    if (validTime(t)) return new Date(t).toISOString();
   }
   const named = text.match(
     new RegExp(
@@ -84,7 +90,7 @@ function parseAbsolute(text: string): string | null {
   );
   if (named) {
     const t = Date.parse(`${named[1].replace(/\bat\b/i, "")} UTC`);
-    if (!Number.isNaN(t)) return new Date(t).toISOString();
+    if (validTime(t)) return new Date(t).toISOString();
   }
   return null;
 }
@@ -100,13 +106,15 @@ export function parseRecovery(text: string, now: number): RecoveryHint | null {
     const ms = /^\d+(?:\.\d+)?$/.test(m[1].trim())
       ? Math.round(parseFloat(m[1]) * 1000)
       : parseDuration(m[1]);
-    if (ms === null) continue;
+    // A delay past what a date can hold (`retry-after: 1e400`) is no hint.
+    if (ms === null || !validTime(now + ms)) continue;
     return { afterMs: ms, at: new Date(now + ms).toISOString(), reason };
   }
   const httpDate = text.match(
     /\bretry-after\\?"?\s*[:=]\s*\\?"?((?:mon|tue|wed|thu|fri|sat|sun), \d{1,2} [a-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT)/i,
   );
-  const at = httpDate ? new Date(Date.parse(httpDate[1])).toISOString() : parseAbsolute(text);
+  const parsed = httpDate ? Date.parse(httpDate[1]) : NaN;
+  const at = validTime(parsed) ? new Date(parsed).toISOString() : parseAbsolute(text);
   if (at) return { afterMs: Math.max(0, Date.parse(at) - now), at, reason: "regain access" };
   return null;
 }

@@ -60,3 +60,34 @@ export function lastLines(text: string, maxLines: number): string {
   const lines = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l.length > 0);
   return lines.slice(-maxLines).join(" | ");
 }
+
+/**
+ * Joins a text's lines into one: each run of line breaks, with the white space around it,
+ * becomes one space. Linear on any input (the regex `\s*[\r\n]+\s*` it replaces took
+ * quadratic time on a long run of spaces).
+ */
+export function oneLine(text: string): string {
+  const pieces = text.split(/[\r\n]+/);
+  if (pieces.length === 1) return text;
+  const out: string[] = [];
+  for (let i = 0; i < pieces.length; i++) {
+    let piece = pieces[i];
+    if (i > 0) piece = piece.trimStart();
+    if (i < pieces.length - 1) piece = piece.trimEnd();
+    // A line of white space only between two breaks vanishes into the one space.
+    if (piece !== "" || i === 0 || i === pieces.length - 1) out.push(piece);
+  }
+  return out.join(" ");
+}
+
+/**
+ * The most characters of one agent-controlled text turnguard classifies (anchors, retry
+ * hints, provider errors): a cause is in a message's head, and every pass over a text is
+ * bounded by it.
+ */
+export const MAX_CLASSIFIED_CHARS = 256 * 1024;
+
+/** The head of a text that is classified (see MAX_CLASSIFIED_CHARS). */
+export function classifiedHead(text: string): string {
+  return text.length > MAX_CLASSIFIED_CHARS ? text.slice(0, MAX_CLASSIFIED_CHARS) : text;
+}

@@ -38,9 +38,12 @@ export const ERROR_KIND_CATEGORY: Readonly<Record<string, Category>> = {
   max_output_tokens: "context",
 };
 
-/** Sentences that mean a subscription or billing limit, whatever errorKind says. */
+/**
+ * Sentences that mean a subscription or billing limit, whatever errorKind says. The words
+ * before `limit` are bounded (linear time on any text).
+ */
 const USAGE_LIMIT =
-  /you've hit your (?:[\w']+ )*limit|usage limit reached|spend limit|credit balance (?:is )?too low|out of (?:usage )?credits/i;
+  /you've hit your (?:[\w']+ ){0,6}limit|usage limit reached|spend limit|credit balance (?:is )?too low|out of (?:usage )?credits/i;
 /** `Claude AI usage limit reached|<epoch seconds>`. */
 const LIMIT_EPOCH = /usage limit reached\|(\d{9,11})\b/i;
 

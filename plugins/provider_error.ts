@@ -14,7 +14,8 @@
  * - OpenAI: `{"error":{"message":"...","type":"insufficient_quota","code":"insufficient_quota"}}`
  *   (https://platform.openai.com/docs/guides/error-codes).
  */
-import { isObject } from "../lib/json.ts";
+import { isObject, jsonText, parseBoundedJson } from "../lib/json.ts";
+import { classifiedHead } from "../lib/text.ts";
 import type { Category } from "../lib/outcome.ts";
 import type { AnchorInput } from "../lib/plugin.ts";
 import { parseDuration } from "../lib/retry_hint.ts";
@@ -41,28 +42,36 @@ const EMPTY_MESSAGE = /^\s*(?:internal error|error|unknown error|an error occurr
 /** The JSON-RPC SDK's prefix for internal errors with a message (`Internal error: ...`). */
 const INTERNAL_PREFIX = /^\s*internal error:\s*/i;
 /** `API Error: 429 {...}`, `API Error (529 {...})`, `Error: 400 {...}`, `got status: 429`, `429 {...}`. */
-const STATUS_PREFIX = /(?:\b(?:API Error|Error|got status|status)\s*[:(]?\s*|^\s*)(\d{3})\b/i;
+const STATUS_PREFIX = /(?:\b(?:API Error|Error|got status|status)\s*(?:[:(]\s*)?|^\s*)(\d{3})\b/i;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Most JSON.parse attempts one text gets (bounds the work on bracket-heavy text). */
 const MAX_PARSE_ATTEMPTS = 32;
 
-/** The first JSON object or array inside a text, if one parses. */
+/** An opening bracket, searched from a position (`lastIndex`). */
+const OPENING = /[{[]/g;
+
+/**
+ * The first JSON object or array inside a text, if one parses. Linear in the text apart
+ * from the bounded parse attempts: a run of brackets no closing one follows is passed in
+ * one step each, and JSON nested deeper than MAX_JSON_DEPTH is not parsed.
+ */
 export function embeddedJson(text: string): Json | undefined {
   let attempts = 0;
-  for (let start = text.search(/[{[]/); start !== -1;) {
-    const close = text[start] === "{" ? "}" : "]";
-    for (let end = text.lastIndexOf(close); end > start; end = text.lastIndexOf(close, end - 1)) {
+  const lastClose = { "{": text.lastIndexOf("}"), "[": text.lastIndexOf("]") };
+  OPENING.lastIndex = 0;
+  for (let open = OPENING.exec(text); open !== null; open = OPENING.exec(text)) {
+    const start = open.index;
+    const opening = text[start] as "{" | "[";
+    const close = opening === "{" ? "}" : "]";
+    for (let end = lastClose[opening]; end > start; end = text.lastIndexOf(close, end - 1)) {
       if (++attempts > MAX_PARSE_ATTEMPTS) return undefined;
-      try {
-        return JSON.parse(text.slice(start, end + 1)) as Json;
-      } catch {
-        // try a shorter span
-      }
+      const parsed = parseBoundedJson(text.slice(start, end + 1));
+      if (parsed !== undefined) return parsed as Json;
+      // else try a shorter span
     }
-    const next = text.slice(start + 1).search(/[{[]/);
-    start = next === -1 ? -1 : start + 1 + next;
+    OPENING.lastIndex = start + 1;
   }
   return undefined;
 }
@@ -117,10 +126,11 @@ function collect(value: unknown, into: Partial<ProviderError>, depth: number): v
 export function parseProviderError(value: unknown): ProviderError | null {
   const found: Partial<ProviderError> = {};
   if (typeof value === "string") {
-    const json = embeddedJson(value);
+    const text = classifiedHead(value);
+    const json = embeddedJson(text);
     if (json === undefined) return null;
-    const status = value.match(STATUS_PREFIX);
-    if (status && value.indexOf(status[0]) < value.search(/[{[]/)) {
+    const status = text.match(STATUS_PREFIX);
+    if (status && text.indexOf(status[0]) < text.search(/[{[]/)) {
       found.status = Number(status[1]);
     }
     collect(json, found, 0);
@@ -155,9 +165,9 @@ export function rpcProviderError(error: RpcError): ProviderError | null {
 /** The readable text of any anchor input's error (for category rules that read words). */
 export function errorWords(error: RpcError): string {
   const parts: string[] = [];
-  if (typeof error.message === "string") parts.push(error.message);
+  if (typeof error.message === "string") parts.push(classifiedHead(error.message));
   if (error.data !== undefined) {
-    parts.push(typeof error.data === "string" ? error.data : JSON.stringify(error.data));
+    parts.push(classifiedHead(typeof error.data === "string" ? error.data : jsonText(error.data)));
   }
   return parts.join(" ");
 }

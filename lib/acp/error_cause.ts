@@ -10,8 +10,9 @@ import { findCause, inputText, MAX_CAUSE_BYTES, tidyCause } from "../anchors.ts"
 import { classify } from "../classify.ts";
 import type { Cause } from "../decide.ts";
 import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
-import { utf8Length } from "../text.ts";
+import { oneLine, utf8Length } from "../text.ts";
 import { type JsonObject } from "./jsonrpc.ts";
+import { jsonText } from "../json.ts";
 import {
   parseProviderError,
   type ProviderError,
@@ -31,7 +32,7 @@ export function providerMessage(text: string): string | null {
 /** The message of a JSON-RPC error as text (a non-string message as its JSON). */
 function messageText(error: JsonObject): string {
   if (typeof error.message === "string") return error.message;
-  return error.message === undefined ? "" : JSON.stringify(error.message);
+  return error.message === undefined ? "" : jsonText(error.message);
 }
 
 /** The provider error a JSON-RPC error carries in its message, or in its data. */
@@ -60,8 +61,6 @@ export function looksLikeJson(text: string): boolean {
   return /[{[]\s*"|"\s*[}\]:,]/.test(text);
 }
 
-const oneLine = (text: string) => text.replace(/\s*[\r\n]+\s*/g, " ").trim();
-
 /**
  * True when an anchor's cause only echoes the error as anchors read it (message, data
  * and code joined): it then reads worse than the error's own readable message.
@@ -69,8 +68,10 @@ const oneLine = (text: string) => text.replace(/\s*[\r\n]+\s*/g, " ").trim();
 export function echoesInput(cause: string, input: AnchorInput): boolean {
   if (looksLikeJson(cause)) return true;
   if (input.kind !== "error") return false;
-  const full = oneLine(inputText(input));
-  const message = typeof input.error.message === "string" ? oneLine(input.error.message) : "";
+  const full = oneLine(inputText(input)).trim();
+  const message = typeof input.error.message === "string"
+    ? oneLine(input.error.message).trim()
+    : "";
   if (full === message) return false;
   const capped = utf8Length(cause) >= MAX_CAUSE_BYTES - 3;
   return full.endsWith(cause) || (capped && full.includes(cause));

@@ -18,8 +18,87 @@ import {
 /** Flags whose value is a message's content; `-` means stdin. */
 export const CONTENT_FLAGS = ["--content", "--text", "--message", "--body"];
 
-/** A fenced code block: fence, info string, body. */
-const FENCE = /^[ \t]*(`{3,}|~{3,})[ \t]*([^\n`]*)\n([\s\S]*?)^[ \t]*\1[ \t]*$/gm;
+/** An opening fence: fence, info string (up to the line's `\n`, which it needs). */
+const OPENER = /^[ \t]*(`{3,}|~{3,})[ \t]*([^\n`]*)$/;
+/** A closing fence line. */
+const CLOSER = /^[ \t]*(`{3,}|~{3,})[ \t]*$/;
+/** What ends a line for `^` and `$` in a multiline regex. */
+const LINE_END = /[\n\r\u2028\u2029]/g;
+
+/** A fenced code block: where it starts and ends in the text, its info string and body. */
+interface Fenced {
+  index: number;
+  end: number;
+  info: string;
+  body: string;
+}
+
+/**
+ * The fenced code blocks of a text, each closed by the first later line with the same
+ * fence: what `^[ \t]*(`{3,}|~{3,})[ \t]*([^\n`]*)\n([\s\S]*?)^[ \t]*\1[ \t]*$` with
+ * flags `gm` finds, in linear time (that regex took quadratic time on many unclosed fences).
+ */
+export function fencedBlocks(text: string): Fenced[] {
+  // Line starts and ends as `^` and `$` see them (any line terminator).
+  const starts = [0];
+  const ends: number[] = [];
+  LINE_END.lastIndex = 0;
+  for (let m = LINE_END.exec(text); m !== null; m = LINE_END.exec(text)) {
+    ends.push(m.index);
+    starts.push(m.index + 1);
+  }
+  ends.push(text.length);
+  // The lines that close each fence, by start (ascending).
+  const closers = new Map<string, number[]>();
+  for (let k = 0; k < starts.length; k++) {
+    const fence = CLOSER.exec(text.slice(starts[k], ends[k]))?.[1];
+    if (fence === undefined) continue;
+    const same = closers.get(fence);
+    if (same) same.push(k);
+    else closers.set(fence, [k]);
+  }
+  const found: Fenced[] = [];
+  let from = 0;
+  for (let k = 0; k < starts.length; k++) {
+    const start = starts[k];
+    if (start < from) continue;
+    const nl = text.indexOf("\n", start);
+    if (nl === -1) break;
+    const line = text.slice(start, nl);
+    const open = OPENER.exec(line);
+    if (!open) continue;
+    // A `~` fence with no closer of its length is tried shorter (the rest is info), as the
+    // regex backtracks; a backtick fence cannot be (a backtick ends the info).
+    const fenceAt = line.indexOf(open[1]);
+    const shortest = open[1][0] === "~" ? 3 : open[1].length;
+    for (let len = open[1].length; len >= shortest; len--) {
+      const close = firstAfter(closers.get(open[1].slice(0, len)), starts, nl);
+      if (close === null) continue;
+      found.push({
+        index: start,
+        end: ends[close],
+        info: len === open[1].length ? open[2] : line.slice(fenceAt + len),
+        body: text.slice(nl + 1, starts[close]),
+      });
+      from = ends[close] + 1;
+      break;
+    }
+  }
+  return found;
+}
+
+/** The first of `lines` (ascending) that starts after `at`, or null (binary search). */
+function firstAfter(lines: number[] | undefined, starts: number[], at: number): number | null {
+  if (!lines) return null;
+  let lo = 0;
+  let hi = lines.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (starts[lines[mid]] > at) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo < lines.length ? lines[lo] : null;
+}
 
 /** Info strings of fenced blocks that hold shell commands. */
 const SHELL_LANGS = new Set([
@@ -46,11 +125,11 @@ interface Candidate {
 
 function candidates(text: string): Candidate[] {
   const found: Candidate[] = [];
-  for (const m of text.matchAll(FENCE)) {
-    const lang = m[2].trim().split(/\s+/)[0].toLowerCase();
+  for (const block of fencedBlocks(text)) {
+    const lang = block.info.trim().split(/\s+/)[0].toLowerCase();
     if (!SHELL_LANGS.has(lang)) continue;
-    const outside = text.slice(0, m.index) + text.slice(m.index + m[0].length);
-    found.push({ script: m[3], outside, fenced: true });
+    const outside = text.slice(0, block.index) + text.slice(block.end);
+    found.push({ script: block.body, outside, fenced: true });
   }
   if (found.length === 0 && !/^[ \t]*(`{3,}|~{3,})/m.test(text)) {
     found.push({ script: text, outside: "", fenced: false });
