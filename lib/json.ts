@@ -43,10 +43,29 @@ export function nestsDeeper(text: Uint8Array | string, max = MAX_JSON_DEPTH): bo
 }
 
 /**
+ * Whether a parsed value nests arrays and objects deeper than `max`. Iterative (no stack
+ * to overflow), stops at the first path too deep.
+ */
+export function valueNestsDeeper(value: unknown, max = MAX_JSON_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/**
  * `JSON.stringify` for agent-controlled values: "" when a value cannot be written (nested
  * too deeply for the stack, a cycle, a BigInt). Never throws.
  */
 export function jsonText(value: unknown): string {
+  // Overflowing the stack is slow (seconds at 50,000 levels): the depth is looked at first.
+  if (valueNestsDeeper(value)) return "";
   try {
     return JSON.stringify(value) ?? "";
   } catch {

@@ -236,12 +236,22 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
   } catch (err) {
     return spawnFailure(opts.command, err);
   }
+  // Signals that come while the agent starts reach it (and its group) too.
+  const early: string[] = [];
+  const stopEarly = opts.forwardSignals === false
+    ? () => {}
+    : forwardSignals(child, (signal) => early.push(signal));
   const started = await new Promise<Error | null>((resolve) => {
     child.once("spawn", () => resolve(null));
     child.once("error", (err) => resolve(child.pid === undefined ? err : null));
   });
-  if (started) return spawnFailure(opts.command, started);
-  return await new Proxy(opts, child).run();
+  if (started) {
+    stopEarly();
+    return spawnFailure(opts.command, started);
+  }
+  // The early forwarding stops only once the proxy's own is in place: no gap in which a
+  // signal would kill turnguard and leave the agent behind.
+  return await new Proxy(opts, child, early).run(stopEarly);
 }
 
 function spawnFailure(command: string, err: unknown): ProxyResult {
@@ -285,9 +295,11 @@ class Proxy {
   /** A line's reading threw once (said once on stderr; see `#guard`). */
   #guardFailed = false;
 
-  constructor(opts: ProxyOptions, child: ChildProcess) {
+  /** `early`: the signals forwarded while the agent started. */
+  constructor(opts: ProxyOptions, child: ChildProcess, early: readonly string[] = []) {
     this.#opts = opts;
     this.#child = child;
+    this.#signalled = early.length > 0;
     this.#now = opts.now ?? Date.now;
     this.#waits = opts.retryWaits ?? new RetryWaits();
     this.#hooks = typeof opts.hooks === "function"
@@ -311,7 +323,7 @@ class Proxy {
     });
   }
 
-  async run(): Promise<ProxyResult> {
+  async run(stopEarly: () => void = () => {}): Promise<ProxyResult> {
     const { input, stderr } = this.#opts;
     const child = this.#child;
     // Resolves once the agent exited and its output ended (or, held open by a grandchild,
@@ -323,6 +335,7 @@ class Proxy {
         this.#signalled = true;
         this.#log(`forwarded ${signal} to the agent`);
       });
+    stopEarly();
     const stopGroup = stopGroupOnExit(child);
 
     child.stdin!.on("error", () => {}); // the agent closed its stdin or died
@@ -982,8 +995,10 @@ class Proxy {
       if (turn) {
         this.#turns.end(turn);
         // A client that hung up mid-prompt gave up on the turn: the agent's exit that
-        // follows is not its crash.
-        if (this.#signalled || this.#clientGone) turn.cancelled = true;
+        // follows (on its own with status 0, or by a signal: EOF, turnguard's grace) is
+        // not its crash. A failure status is still the agent's failure.
+        const hungUp = this.#clientGone && (code === 0 || signal !== null);
+        if (this.#signalled || hungUp) turn.cancelled = true;
         const end: TurnEnd = { kind: "exit", code, signal, stderrTail: tail };
         this.#inject(
           this.#guard("the turn's end", () => this.#finishTurn(turn, end, null, now), {
