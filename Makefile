@@ -5,7 +5,7 @@ DENO     := $(BIN)/deno
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 
-.PHONY: setup build test lint fmt demo bench clean
+.PHONY: setup build test lint fmt demo bench fuzz clean
 
 setup: node_modules/.installed
 
@@ -38,6 +38,12 @@ fmt: setup
 
 demo: build
 	@bash examples/demo.sh
+
+# The proxy fuzz, long: FUZZ_ITERATIONS seeds from FUZZ_BASE (make test runs 12 of them).
+# A failing seed replays with FUZZ_SEED=N.
+fuzz: setup
+	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-400} FUZZ_BASE=$${FUZZ_BASE:-1000} \
+	  $(BUN) test --timeout 120000 tests/proxy_fuzz.test.ts
 
 # Every goal against its floor (bench/goals.ts, writes bench/results.json), then the
 # detailed proxy, run-mode and journal-read figures.
