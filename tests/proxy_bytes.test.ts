@@ -8,22 +8,11 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { Buffer } from "node:buffer";
+import { rng } from "./helpers/rng.ts";
 import { BUN, MAIN, scratch, testEnv } from "./fixtures/acp/harness.ts";
 
 // Real processes on a shared 2-core machine: give each test room.
 setDefaultTimeout(30_000);
-
-/** A small seeded PRNG (mulberry32), so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const enc = (s: string) => Buffer.from(s, "utf8");
 

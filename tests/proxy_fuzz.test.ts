@@ -17,6 +17,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { rng } from "./helpers/rng.ts";
 import { BUN, fakeArgs, MAIN, scratch, testEnv } from "./fixtures/acp/harness.ts";
 
 const FUZZ_AGENT = join(import.meta.dirname!, "fixtures/acp/fuzz_agent.js");
@@ -29,17 +30,6 @@ const SEEDS = process.env.FUZZ_SEED
 const EXIT_BOUND_MS = 20_000;
 
 setDefaultTimeout(EXIT_BOUND_MS + 20_000);
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The client's side: a random stream of lines (as bytes), and the inspection limit used. */
 function clientStream(seed: number, longBytes: number): Buffer {
