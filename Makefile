@@ -39,7 +39,7 @@ fmt: setup
 demo: build
 	@bash examples/demo.sh
 
-# The proxy fuzz, long: FUZZ_ITERATIONS seeds from FUZZ_BASE (make test runs 12 of them).
+# The proxy fuzz, long: FUZZ_ITERATIONS seeds from FUZZ_BASE (make test runs 8 of them).
 # A failing seed replays with FUZZ_SEED=N.
 fuzz: setup
 	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-400} FUZZ_BASE=$${FUZZ_BASE:-1000} \
