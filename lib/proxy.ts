@@ -60,7 +60,13 @@ import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import { Tail } from "./byte_window.ts";
 import { type AgentLaunch, STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
-import { forwardSignals, killGroup, signalExitCode, stopGroupOnExit } from "./signals.ts";
+import {
+  forwardSignals,
+  forwardSignalsFromSpawn,
+  killGroup,
+  signalExitCode,
+  stopGroupOnExit,
+} from "./signals.ts";
 import { timerDelay } from "./timer_delay.ts";
 import { formatDuration, lastLines } from "./text.ts";
 
@@ -224,6 +230,11 @@ const retryKey = (turn: Turn) => `${turn.sessionId}\n${turn.turn}`;
 
 /** Runs the proxy until the agent exits; resolves with turnguard's exit status. */
 export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
+  // Signals that come while the agent starts reach it (and its group) too.
+  const early: string[] = [];
+  const forwarding = opts.forwardSignals === false
+    ? { attach: () => {}, stop: () => {} }
+    : forwardSignalsFromSpawn((signal) => early.push(signal));
   let child: ChildProcess;
   try {
     child = spawn(opts.command, opts.args, {
@@ -234,13 +245,11 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
       detached: true,
     });
   } catch (err) {
+    forwarding.stop();
     return spawnFailure(opts.command, err);
   }
-  // Signals that come while the agent starts reach it (and its group) too.
-  const early: string[] = [];
-  const stopEarly = opts.forwardSignals === false
-    ? () => {}
-    : forwardSignals(child, (signal) => early.push(signal));
+  forwarding.attach(child);
+  const stopEarly = forwarding.stop;
   const started = await new Promise<Error | null>((resolve) => {
     child.once("spawn", () => resolve(null));
     child.once("error", (err) => resolve(child.pid === undefined ? err : null));

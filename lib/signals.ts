@@ -52,6 +52,42 @@ export function forwardSignals(
 }
 
 /**
+ * Forwards the signals from before the child exists: installed before it is spawned (a
+ * signal that arrives while it starts must not kill turnguard and leave it behind), each
+ * one is passed on once `attach` names the child. `stop` removes the handlers.
+ */
+export function forwardSignalsFromSpawn(
+  onSignal: (signal: ForwardedSignal) => void,
+): { attach(child: Signallable): void; stop(): void } {
+  let target: Signallable | null = null;
+  const waiting: ForwardedSignal[] = [];
+  const stop = forwardSignals({
+    get pid() {
+      return target?.pid;
+    },
+    get exitCode() {
+      return target ? target.exitCode : null;
+    },
+    get signalCode() {
+      return target ? target.signalCode : null;
+    },
+    kill(signal: NodeJS.Signals) {
+      if (target) killGroup(target, signal);
+    },
+  }, (signal) => {
+    onSignal(signal);
+    if (!target) waiting.push(signal);
+  });
+  return {
+    attach(child) {
+      target = child;
+      for (const signal of waiting.splice(0)) killGroup(child, signal);
+    },
+    stop,
+  };
+}
+
+/**
  * Whether `run` starts the agent in a process group of its own: yes, unless stdin is a
  * terminal (a new session would cut the agent off it). The proxy's agent always is.
  */

@@ -313,7 +313,9 @@ go();`,
     const t0 = performance.now();
     const r = await runProxyProcess(s, ["--grace", "0.3", ...fakeArgs(s)], ["node", flood], input);
     expect(performance.now() - t0).toBeLessThan(30_000);
-    expect([r.code, r.signal]).toEqual([137, null]);
+    // Killed: by SIGKILL after it ignored SIGTERM (or by SIGTERM when the grace ended
+    // before its handler was set, on a loaded machine).
+    expect([137, 143]).toContain(r.code!);
     expect(r.out.length).toBeGreaterThan(0);
   });
 });
