@@ -116,6 +116,11 @@ describe("redact and escapeControls: linear on pathological input", () => {
     ["password runs", "password".repeat(MB / 8)],
     ["token assignments without value", "token: ".repeat(MB / 7)],
     ["url schemes", "a://b:".repeat(MB / 6)],
+    // Runs of key or scheme characters split by `.`, `-`, `+`: a word boundary at each one.
+    ["dotted runs", "a.".repeat(MB / 2)],
+    ["hyphenated runs", "a-".repeat(MB / 2)],
+    ["scheme character runs", "a+b:/".repeat(MB / 5)],
+    ["user without password", "http://u:".repeat(MB / 9)],
     ["word runs of 40", ("x".repeat(40) + " ").repeat(MB / 41)],
     ["escape bytes", "\x1b[".repeat(MB / 2)],
     ["carriage returns", "\r".repeat(MB)],
