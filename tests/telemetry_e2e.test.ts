@@ -347,6 +347,35 @@ describe("turnguard proxy exports each turn, one trace per ACP session", () => {
   }, 60_000);
 });
 
+describe("a long-running proxy says the first drop at once", () => {
+  test("nothing listening: one line while it runs, the count at exit", async () => {
+    const port = await closedPort();
+    const s = scratch();
+    const p = track(
+      binaryProxy(s, [], { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }),
+    );
+    const FIRST =
+      /^turnguard: telemetry: records are being dropped: not exported to .*\(.+\); the count follows at exit$/;
+    const lines = () => p.stderr().split("\n").filter(Boolean);
+    await withClient(p, async (ctx) => {
+      const id = await openSession(ctx);
+      expect((await prompt(ctx, id, "echo one")).stopReason).toBe("end_turn");
+      // The batch goes out within seconds; the proxy still runs (its stdin is open).
+      for (let i = 0; i < 600 && !lines().some((l) => FIRST.test(l)); i++) await Bun.sleep(100);
+      expect(lines()).toEqual([expect.stringMatching(FIRST)]);
+      expect(p.child.exitCode).toBeNull();
+      expect((await prompt(ctx, id, "echo two")).stopReason).toBe("end_turn");
+    });
+    expect((await p.exited).code).toBe(0);
+    // Later drops are counted, not said again; the count comes at exit (two turns, a span
+    // and a log record each, and the session's span).
+    expect(lines()).toEqual([
+      expect.stringMatching(FIRST),
+      expect.stringMatching(/^turnguard: telemetry: 5 of 5 records were not exported to /),
+    ]);
+  }, 120_000);
+});
+
 describe("with export off, nothing of OpenTelemetry is loaded", () => {
   /** A preload that writes down every @opentelemetry module Bun loads. */
   function probe(dir: string): { preload: string; out: string } {

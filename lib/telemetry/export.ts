@@ -3,7 +3,8 @@
  * settings and, only when export is configured, starts loading the SDK in the background
  * (lib/telemetry/otel.ts); `turnEnded` never waits for it, and `close` waits for the last
  * records at most the flush bound. A collector that is down or slow costs no turn: its
- * records are dropped, counted, and said in one stderr line at exit.
+ * records are dropped and counted; the first drop is said at once in one stderr line (a
+ * long-running proxy does not keep it until it stops), and the count at exit.
  */
 import { VERSION } from "../cli/help.ts";
 import type { Outcome } from "../outcome.ts";
@@ -42,9 +43,20 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
   const early: Array<[Outcome, string | null]> = [];
   let lostEarly = 0;
   let loadError: string | null = null;
+  const where = [settings.traces?.url, settings.logs?.url].filter(Boolean).join(", ");
+  /** Set once the first drop was said, or once `close` began (its line says it all). */
+  let quiet = false;
+  const dropped = (why: string) => {
+    if (quiet) return;
+    quiet = true;
+    opts.warn(
+      `turnguard: telemetry: records are being dropped: not exported to ${where} (${why}); ` +
+        "the count follows at exit",
+    );
+  };
   const loading = import("./otel.ts").then(
     (m) => {
-      sink = new m.OtelExport(settings, opts.name);
+      sink = new m.OtelExport(settings, opts.name, dropped);
       for (const [outcome, conversationId] of early) sink.record(outcome, { conversationId });
       early.length = 0;
     },
@@ -53,6 +65,7 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
       loadError = err instanceof Error ? err.message : String(err);
       lostEarly += early.length * perTurn;
       early.length = 0;
+      dropped(loadError);
     },
   );
   return {
@@ -61,14 +74,19 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
         if (sink) sink.record(outcome, { conversationId });
         else if (sink === undefined && early.length < settings.queueSize) {
           early.push([outcome, conversationId]);
-        } else lostEarly += perTurn;
+        } else {
+          lostEarly += perTurn;
+          dropped(loadError ?? `more than ${settings.queueSize} turns before the exporter loaded`);
+        }
       } catch (err) {
         // Telemetry never costs a turn: a record that cannot be made is one that is lost.
         lostEarly += perTurn;
         loadError ??= err instanceof Error ? err.message : String(err);
+        dropped(loadError);
       }
     },
     async close() {
+      quiet = true;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const bound = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, settings.flushMs);
@@ -82,7 +100,6 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
       const total = counts.accepted + lostEarly + pending;
       const why = loadError ?? counts.firstError ??
         `no answer from the collector within the ${settings.flushMs} ms flush bound`;
-      const where = [settings.traces?.url, settings.logs?.url].filter(Boolean).join(", ");
       opts.warn(
         `turnguard: telemetry: ${lost} of ${total} records were not exported to ${where} (${why})`,
       );

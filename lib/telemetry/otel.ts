@@ -59,10 +59,14 @@ export interface ExportCounts {
 
 type ExportCallback = (result: { code: number; error?: Error }) => void;
 
-/** An exporter wrapped to count what the collector acknowledged. */
+/**
+ * An exporter wrapped to count what the collector acknowledged; `dropped` is told of each
+ * export that failed.
+ */
 function counted<T, E extends { export(items: T[], done: ExportCallback): void }>(
   inner: E,
   counts: ExportCounts,
+  dropped: (why: string) => void,
 ): E {
   return new Proxy(inner, {
     get(target, key, receiver) {
@@ -70,7 +74,10 @@ function counted<T, E extends { export(items: T[], done: ExportCallback): void }
       return (items: T[], done: ExportCallback) =>
         target.export(items, (result) => {
           if (result.code === SUCCESS) counts.exported += items.length;
-          else counts.firstError ??= result.error?.message ?? "export failed";
+          else {
+            counts.firstError ??= result.error?.message ?? "export failed";
+            dropped(counts.firstError);
+          }
           done(result);
         });
     },
@@ -95,7 +102,8 @@ export class OtelExport {
   /** The open span of each proxy session, parent of its turns' spans. */
   readonly #sessions = new Map<string, { span: Span; turns: number }>();
 
-  constructor(settings: TelemetrySettings, name: string) {
+  /** `dropped` is told of every export that failed (its records are lost), with why. */
+  constructor(settings: TelemetrySettings, name: string, dropped: (why: string) => void) {
     this.#settings = settings;
     this.#name = name;
     const resource = resourceFromAttributes(settings.resource);
@@ -120,6 +128,7 @@ export class OtelExport {
             exporter: counted<ReadableSpan, SpanExporter>(
               new OTLPTraceExporter(http(settings.traces)),
               this.counts,
+              dropped,
             ),
           }),
         ],
@@ -134,6 +143,7 @@ export class OtelExport {
             exporter: counted<ReadableLogRecord, LogRecordExporter>(
               new OTLPLogExporter(http(settings.logs)),
               this.counts,
+              dropped,
             ),
           }),
         ],
