@@ -5,7 +5,6 @@
  * exports too.
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -23,7 +22,7 @@ import {
   rejection,
   type Scratch,
   scratch,
-  testEnv,
+  startProxy,
   withClient,
 } from "./fixtures/acp/harness.ts";
 
@@ -241,17 +240,7 @@ describe("a collector that is down or never answers costs no turn", () => {
 
 /** Starts the compiled binary as a proxy in front of the fake ACP agent. */
 function binaryProxy(s: Scratch, args: string[], env: Record<string, string>): ProxyProcess {
-  const child = spawn(binary, ["proxy", ...fakeArgs(s, args), "--", BUN, AGENT], {
-    stdio: ["pipe", "pipe", "pipe"],
-    env: { ...testEnv(s, env), ...NO_OTEL } as NodeJS.ProcessEnv,
-    cwd: s.dir,
-  });
-  let err = "";
-  child.stderr!.on("data", (c: Uint8Array) => (err += new TextDecoder().decode(c)));
-  const exited = new Promise<{ code: number | null; signal: string | null }>((res) =>
-    child.once("close", (code, signal) => res({ code, signal }))
-  );
-  return { child, stderr: () => err, exited };
+  return startProxy(s, fakeArgs(s, args), [BUN, AGENT], env, [binary]);
 }
 
 const track = killedAfterEach();
@@ -426,31 +415,14 @@ Bun.plugin({
   test("proxy: no module loaded when off, nor with OTEL_SDK_DISABLED=true", async () => {
     const s = scratch();
     const { preload, out } = probe(s.dir);
-    for (
-      const extra of [{}, {
-        OTEL_SDK_DISABLED: "true",
-        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
-      }]
-    ) {
-      const child = spawn(BUN, [
-        "--preload",
-        preload,
-        MAIN,
-        "proxy",
-        ...fakeArgs(s),
-        "--",
-        BUN,
-        AGENT,
-      ], {
-        stdio: ["pipe", "pipe", "pipe"],
-        env: { ...testEnv(s), ...NO_OTEL, ...extra } as NodeJS.ProcessEnv,
-        cwd: s.dir,
-      });
-      const p = track({
-        child,
-        stderr: () => "",
-        exited: new Promise((res) => child.once("close", (code, signal) => res({ code, signal }))),
-      });
+    const extras: Record<string, string>[] = [{}, {
+      OTEL_SDK_DISABLED: "true",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+    }];
+    for (const extra of extras) {
+      const p = track(
+        startProxy(s, fakeArgs(s), [BUN, AGENT], extra, [BUN, "--preload", preload, MAIN]),
+      );
       await withClient(p, async (ctx) => {
         const id = await openSession(ctx);
         expect((await prompt(ctx, id, "echo hi")).stopReason).toBe("end_turn");
