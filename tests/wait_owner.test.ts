@@ -7,7 +7,8 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { formatRecord, type JournalRecord } from "../lib/journal/records.ts";
+import { formatRecord, type JournalRecord, turnKey } from "../lib/journal/records.ts";
+import { PENDING_HOLD_MS, waitForTurn } from "../lib/cli/wait.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
 import type { Outcome } from "../lib/outcome.ts";
 import {
@@ -337,4 +338,38 @@ describe("a record cut short, a retry whose process is gone", () => {
     const log = await turnguard(["log", "w1"], { env: env() });
     expect(log.stdout).toContain("failed");
   }, 60_000);
+});
+
+describe("a failed end without its decision is held per turn, not per turn number", () => {
+  test("a later writer's turn 1 of the same session is held its own 5 s", async () => {
+    let now = 0;
+    const pending: JournalRecord[][] = [
+      [{ ...started(process.pid), writer: "a" }, { ...ended(process.pid, "failed"), writer: "a" }],
+    ];
+    // At 4 s a later process serves the same session and numbers its turn 1 again.
+    const later = [
+      { ...started(process.pid), writer: "b" },
+      { ...ended(process.pid, "failed"), writer: "b" },
+    ];
+    const result = await waitForTurn("w1", 60_000, {
+      read: () => ({ records: pending.shift() ?? [], torn: [], diagnostics: [], reset: false }),
+      changes: {
+        next: (ms) => {
+          if (now < 4000 && now + ms >= 4000) pending.push(later);
+          now += ms;
+          return Promise.resolve();
+        },
+        close: () => {},
+      },
+      now: () => now,
+      diagnostic: () => {},
+      held: () => [],
+      ownerAlive: () => true,
+    });
+    expect(result.kind).toBe("done");
+    if (result.kind !== "done") return;
+    expect(result.turn.key).toBe(turnKey({ session: "s1", turn: 1, writer: "b" }));
+    // Held from when it was first seen (4 s), not from when writer a's turn 1 was.
+    expect(now).toBeGreaterThanOrEqual(4000 + PENDING_HOLD_MS);
+  });
 });

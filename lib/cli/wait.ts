@@ -133,7 +133,8 @@ export async function waitForTurn(
     let wakeIn = TICK_MS;
     if (v.kind === "done") return { kind: "done", turn };
     if (v.kind === "pending") {
-      const key = `${turn.session}\n${turn.turn}\n${turn.endedAttempt}`;
+      // Per turn (its key names the writer too) and attempt.
+      const key = `${turn.key}\n${turn.endedAttempt}`;
       const since = pendingSince.get(key) ?? now;
       pendingSince.set(key, since);
       if (now - since >= PENDING_HOLD_MS) return { kind: "done", turn };
