@@ -231,16 +231,17 @@ const HEAD = new RegExp(
 export function readHead(line: string): RecordHead | null {
   const m = HEAD.exec(line.length > HEAD_CHARS ? line.slice(0, HEAD_CHARS) : line);
   if (m === null) return null;
-  const str = (s: string | undefined) => (s === undefined ? undefined : JSON.parse(s) as string);
+  const str = (s: string) => JSON.parse(s) as string;
+  const optional = (s: string | undefined) => (s === undefined ? undefined : str(s));
   const [, ts, name, session, turn, pid, pidStart, pidSpace, writer, event] = m;
-  const owner = { pid: Number(pid), pidStart: str(pidStart), pidSpace: str(pidSpace) };
+  const owner = { pid: Number(pid), pidStart: optional(pidStart), pidSpace: optional(pidSpace) };
   return {
-    ts: str(ts)!,
-    name: str(name)!,
-    session: str(session)!,
+    ts: str(ts),
+    name: str(name),
+    session: str(session),
     turn: Number(turn),
     ...owner,
-    writer: writerKey({ ...owner, writer: str(writer) }),
+    writer: writerKey({ ...owner, writer: optional(writer) }),
     event: event ?? null,
   };
 }

@@ -197,7 +197,9 @@ function withNewline(text: string): string {
 export function printReport(turn: TurnView, handle: string, now: number): string {
   const end = ending(turn);
   if (end.status === "running") return stateLine(turn) + "\n";
-  if (end.status === "incomplete") return `${stateLine(turn)}\nerror: ${end.error!.message}\n`;
+  if (end.status === "incomplete") {
+    return `${stateLine(turn)}\nerror: ${incompleteError(turn.pid).message}\n`;
+  }
   if (end.status !== "failed") return withNewline(end.reply);
   const cause = end.error?.message ?? "the turn failed without a known cause";
   return `${stateLine(turn)}\nerror: ${cause}\n${withNewline(end.reply)}${

@@ -216,8 +216,7 @@ function readFileBackwards(
  * `blockBytes` up (tests read in small blocks). A read that raced a rotation is done again.
  */
 export function readTail(path: string, query: TailQuery, blockBytes: number = BLOCK): TailRead {
-  let result: TailRead | null = null;
-  for (let tries = 0; tries < MAX_TRIES; tries++) {
+  for (let tries = 1;; tries++) {
     const listed = listFiles(path);
     const collector = new Collector(query);
     const cursors: FileCursor[] = [];
@@ -266,10 +265,10 @@ export function readTail(path: string, query: TailQuery, blockBytes: number = BL
     }
     if (!moved && !sameListing(listed, listFiles(path))) moved = true;
     const read = inJournalOrder(collector, cursors);
-    result = { ...read, diagnostics: [...diagnostics, ...read.diagnostics], cursors };
-    if (!moved) break;
+    if (!moved || tries >= MAX_TRIES) {
+      return { ...read, diagnostics: [...diagnostics, ...read.diagnostics], cursors };
+    }
   }
-  return result!;
 }
 
 /** The collector's items and skipped lines, oldest first. */

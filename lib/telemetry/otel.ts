@@ -17,6 +17,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  type Tracer,
 } from "@opentelemetry/api";
 import { OTLPLogExporter } from "@opentelemetry/exporter-logs-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -170,7 +171,7 @@ export class OtelExport {
     let parent = ROOT_CONTEXT;
     const tracer = this.#tracer?.getTracer(SCOPE);
     if (tracer && outcome.mode === "proxy" && conversationId !== null) {
-      const session = this.#session(conversationId, outcome, rec.startMs);
+      const session = this.#session(tracer, conversationId, outcome, rec.startMs);
       session.turns++;
       parent = trace.setSpan(ROOT_CONTEXT, session.span);
     }
@@ -203,10 +204,15 @@ export class OtelExport {
   }
 
   /** The session's span, started with its first turn. */
-  #session(id: string, outcome: Outcome, startMs: number): { span: Span; turns: number } {
+  #session(
+    tracer: Tracer,
+    id: string,
+    outcome: Outcome,
+    startMs: number,
+  ): { span: Span; turns: number } {
     const open = this.#sessions.get(id);
     if (open) return open;
-    const span = this.#tracer!.getTracer(SCOPE).startSpan(`session ${outcome.agent}`, {
+    const span = tracer.startSpan(`session ${outcome.agent}`, {
       kind: SpanKind.INTERNAL,
       startTime: startMs,
       attributes: {
@@ -242,7 +248,9 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V): V | undefined {
   map.delete(key);
   map.set(key, value);
   if (map.size <= REMEMBERED) return undefined;
-  const [oldest, evicted] = map.entries().next().value!;
+  const first = map.entries().next();
+  if (first.done) return undefined;
+  const [oldest, evicted] = first.value;
   map.delete(oldest);
   return evicted;
 }
