@@ -121,6 +121,18 @@ describe("telemetry settings", () => {
       'telemetry: OTEL_RESOURCE_ATTRIBUTES: "novalue" is not key=value; it is ignored',
       'telemetry: OTEL_RESOURCE_ATTRIBUTES: the value of "k" is not percent-encoded; ignored',
     ]);
+    // What is said of a bad value never shows a secret in it.
+    const secret = resolve(null, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: "https://bob:hunter22@collector:4318 ",
+      OTEL_EXPORTER_OTLP_HEADERS:
+        "Authorization Bearer abcdefghijklmnop,x-api-key:sk-abcdefghijklmnopqrstuvwx",
+    });
+    expect(secret.warnings).toHaveLength(2);
+    expect(secret.warnings.join("\n")).not.toMatch(/abcdefghijklmnop|hunter22/);
+    const bad = resolve(null, { OTEL_EXPORTER_OTLP_ENDPOINT: "collector://bob:hunter22@x" });
+    expect(bad.warnings).toEqual([
+      'telemetry: OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL ("collector://bob:[REDACTED:url]@x"); it is ignored',
+    ]);
     // Only a bad URL and nothing else: off, and said.
     const off = resolve(null, { OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://x" });
     expect(off.settings).toBeNull();

@@ -201,7 +201,8 @@ describe("a collector that is down or never answers costs no turn", () => {
       const res = await run(["--", FAKE_AGY], {
         ...NO_OTEL,
         FAKE_AGY: "ok",
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+        // A password in the endpoint is never said on stderr.
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://bob:hunter22@127.0.0.1:${port}`,
       });
       const took = Date.now() - started;
       expect([res.code, res.stdout]).toEqual([0, "hi there\n"]);
@@ -209,7 +210,7 @@ describe("a collector that is down or never answers costs no turn", () => {
       expect(lines).toEqual([
         expect.stringMatching(
           new RegExp(
-            `^turnguard: telemetry: 2 of 2 records were not exported to http://127\\.0\\.0\\.1:${port}/v1/traces, .*\\(.+\\)$`,
+            `^turnguard: telemetry: 2 of 2 records were not exported to http://bob:\\[REDACTED:url\\]@127\\.0\\.0\\.1:${port}/v1/traces, .*\\(.+\\)$`,
           ),
         ),
       ]);

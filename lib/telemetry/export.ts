@@ -10,6 +10,7 @@ import { VERSION } from "../cli/help.ts";
 import type { Outcome } from "../outcome.ts";
 import type { TurnHooks } from "../proxy.ts";
 import type { OtelExport } from "./otel.ts";
+import { redact } from "../redact.ts";
 import { resolveTelemetry, type TelemetryTable } from "./settings.ts";
 
 /** Export of each turn's Outcome; null from `openTelemetry` when export is off. */
@@ -43,14 +44,17 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
   const early: Array<[Outcome, string | null]> = [];
   let lostEarly = 0;
   let loadError: string | null = null;
-  const where = [settings.traces?.url, settings.logs?.url].filter(Boolean).join(", ");
+  // Said on stderr: a password in an endpoint URL, or in an error that quotes one, is not.
+  const where = redact([settings.traces?.url, settings.logs?.url].filter(Boolean).join(", "));
   /** Set once the first drop was said, or once `close` began (its line says it all). */
   let quiet = false;
   const dropped = (why: string) => {
     if (quiet) return;
     quiet = true;
     opts.warn(
-      `turnguard: telemetry: records are being dropped: not exported to ${where} (${why}); ` +
+      `turnguard: telemetry: records are being dropped: not exported to ${where} (${
+        redact(why)
+      }); ` +
         "the count follows at exit",
     );
   };
@@ -101,7 +105,9 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
       const why = loadError ?? counts.firstError ??
         `no answer from the collector within the ${settings.flushMs} ms flush bound`;
       opts.warn(
-        `turnguard: telemetry: ${lost} of ${total} records were not exported to ${where} (${why})`,
+        `turnguard: telemetry: ${lost} of ${total} records were not exported to ${where} (${
+          redact(why)
+        })`,
       );
     },
   };

@@ -4,6 +4,7 @@
  * nothing here loads the OpenTelemetry packages (lib/telemetry/otel.ts does, on demand).
  */
 import * as v from "valibot";
+import { redact } from "../redact.ts";
 
 /** Milliseconds the process may wait at exit for the last records to reach the collector. */
 export const DEFAULT_FLUSH_MS = 1000;
@@ -100,7 +101,9 @@ export function resolveTelemetry(
     const value = env[name]?.trim();
     if (!value) return undefined;
     if (isHttpUrl(value)) return value;
-    warnings.push(`telemetry: ${name} is not an http(s) URL ("${value}"); it is ignored`);
+    warnings.push(
+      `telemetry: ${name} is not an http(s) URL ("${redact(value)}"); it is ignored`,
+    );
     return undefined;
   };
   // `enabled = true` with no endpoint anywhere: the specification's default endpoint.
@@ -174,7 +177,9 @@ export function appendPath(base: string, path: string): string {
 
 /**
  * Parses the W3C-baggage-like lists the OTel environment uses (`k1=v1,k2=v2`, values
- * percent-encoded); a malformed entry is skipped with a warning naming the variable.
+ * percent-encoded); a malformed entry is skipped with a warning naming the variable. The
+ * warning shows a malformed entry redacted, and never an entry of a `…HEADERS` variable
+ * (their values are credentials in any shape): it names it by its place.
  */
 export function parseKeyValues(
   raw: string | undefined,
@@ -183,12 +188,14 @@ export function parseKeyValues(
 ): Record<string, string> {
   const out: Record<string, string> = {};
   if (!raw?.trim()) return out;
-  for (const entry of raw.split(",")) {
+  const secret = name.endsWith("HEADERS");
+  for (const [i, entry] of raw.split(",").entries()) {
     if (!entry.trim()) continue;
     const eq = entry.indexOf("=");
     const key = eq > 0 ? entry.slice(0, eq).trim() : "";
     if (!key) {
-      warnings.push(`telemetry: ${name}: "${entry.trim()}" is not key=value; it is ignored`);
+      const what = secret ? `entry ${i + 1}` : `"${redact(entry.trim())}"`;
+      warnings.push(`telemetry: ${name}: ${what} is not key=value; it is ignored`);
       continue;
     }
     try {
