@@ -40,7 +40,8 @@ const shown = (t: TurnView) =>
 /**
  * A journal of several writer processes: each runs turns of a few sessions (ids reused
  * across writers, turn numbers from 1 in each), some left running, with corrupt lines and
- * torn records between them.
+ * torn records between them. One writer's clock is an hour behind (order is by position,
+ * never by time); some lines end in CRLF; some replies are longer than the largest block.
  */
 function writeJournal(seed: number, records: number, rotateBytes: number): void {
   const rand = rng(seed);
@@ -53,7 +54,8 @@ function writeJournal(seed: number, records: number, rotateBytes: number): void 
     const session = `s${rand(3)}`;
     const name = session === "s0" ? "n0" : "n1";
     const common = (t: { session: string; turn: number; writer: string; name: string }) => ({
-      ts: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+      ts: new Date(Date.UTC(2026, 0, 1) + i * 1000 - (t.writer === "wc" ? 3_600_000 : 0))
+        .toISOString(),
       name: t.name,
       session: t.session,
       turn: t.turn,
@@ -86,11 +88,13 @@ function writeJournal(seed: number, records: number, rotateBytes: number): void 
         ...common(t),
         event: "turn_ended",
         attempt: 0,
-        outcome: testOutcome(status, `reply ${i}`),
+        outcome: testOutcome(status, rand(20) === 0 ? "long ".repeat(14_000) : `reply ${i}`),
       };
       if (rand(6) === 0) {
         // Cut short by a full disk: another record lands glued behind it.
         appendFileSync(path, formatRecord(record).slice(0, 180 + rand(60)));
+      } else if (rand(5) === 0) {
+        appendFileSync(path, formatRecord(record).replace(/\n$/, "\r\n"));
       } else {
         w.append(record);
       }
