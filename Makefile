@@ -5,7 +5,7 @@ DENO     := $(BIN)/deno
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 
-.PHONY: setup build test lint fmt demo bench fuzz clean
+.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc
 
 setup: node_modules/.installed
 
@@ -50,6 +50,16 @@ fuzz: setup
 bench: setup build
 	$(BUN) bench/goals.ts
 	@for f in bench/proxy.ts bench/run_mode.ts bench/journal_read.ts; do echo "## $$f"; $(BUN) $$f || exit 1; done
+
+# The real-agent corpus (not part of `make test`): installs the pinned agents from the npm
+# registry into $$XDG_CACHE_HOME/turnguard-corpus, then records every agent and scenario in a
+# loopback-only network namespace. AGENTS=... / SCENARIOS=... narrow it (space-separated).
+corpus-install: setup
+	$(BUN) tests/agents/record/install.ts
+
+corpus: corpus-install
+	unshare -rn sh -c 'ip link set lo up && $(BUN) tests/agents/record/record.ts \
+	  $(foreach a,$(AGENTS),--agent $(a)) $(foreach s,$(SCENARIOS),--scenario $(s))'
 
 clean:
 	rm -rf dist bench/results.json
