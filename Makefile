@@ -61,5 +61,9 @@ corpus: corpus-install
 	unshare -rn sh -c 'ip link set lo up && $(BUN) tests/agents/record/record.ts \
 	  $(foreach a,$(AGENTS),--agent $(a)) $(foreach s,$(SCENARIOS),--scenario $(s))'
 
+# Rewrites the generated tables of docs/AGENTS.md from the corpus replay.
+agents-doc: build
+	UPDATE_AGENTS_DOC=1 $(BUN) test tests/agents_replay.test.ts
+
 clean:
 	rm -rf dist bench/results.json

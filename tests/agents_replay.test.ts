@@ -6,115 +6,20 @@
  * also pass through unchanged: the client receives exactly the lines the agent recorded.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ensureBinary } from "./helpers/binary.ts";
-import { BUN, ROOT } from "./helpers/cli.ts";
+import { ROOT } from "./helpers/cli.ts";
 import { readTranscript } from "./agents/transcript.ts";
 import { readExpected } from "./agents/expected.ts";
-import type { Outcome } from "../lib/outcome.ts";
+import { type DocRow, renderTables, withTables } from "./agents/agents_doc.ts";
+import { corpusCases, replay } from "./agents/replay.ts";
 
 setDefaultTimeout(60_000);
 
-const CORPUS = join(ROOT, "tests", "agents", "corpus");
-const REPLAY = join(ROOT, "tests", "agents", "replay_agent.ts");
-
-/** The built-in profile each corpus agent runs under. */
-const PROFILE: Record<string, string> = {
-  "claude-agent-acp": "claude",
-  "claude-code-acp": "claude",
-  "gemini-cli": "gemini",
-  "codex-acp": "codex",
-};
-
-/** Every transcript of the corpus, as [agent, scenario, path]. */
-export function corpusCases(): [string, string, string][] {
-  if (!existsSync(CORPUS)) return [];
-  return readdirSync(CORPUS).sort().flatMap((agent) =>
-    readdirSync(join(CORPUS, agent)).filter((f) => f.endsWith(".jsonl")).sort().map((
-      f,
-    ): [string, string, string] => [agent, f.slice(0, -".jsonl".length), join(CORPUS, agent, f)])
-  );
-}
-
-/** What one replay left: the client's received lines, the Outcome(s), proxy stderr. */
-interface Replayed {
-  received: string[];
-  outcomes: Outcome[];
-  stderr: string;
-  code: number | null;
-}
-
-/** Replays one transcript through `turnguard proxy` and collects what came out. */
-export async function replay(agent: string, path: string): Promise<Replayed> {
-  const bin = ensureBinary();
-  const dir = mkdtempSync(join(tmpdir(), "turnguard-corpus-"));
-  const home = join(dir, "home");
-  mkdirSync(home);
-  const outcomes = join(dir, "outcomes.jsonl");
-  const { events } = readTranscript(path);
-  const child = spawn(
-    bin,
-    ["proxy", "--agent", PROFILE[agent], "--outcome-file", outcomes, "--", BUN, REPLAY, path],
-    {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH,
-        HOME: home,
-        XDG_CONFIG_HOME: join(home, ".config"),
-        XDG_STATE_HOME: join(home, ".state"),
-        REPLAY_HOME: home,
-      },
-      stdio: ["pipe", "pipe", "pipe"],
-    },
-  );
-  const received: string[] = [];
-  let stderr = "";
-  let buf = "";
-  let wake: (() => void) | null = null;
-  child.stdout!.on("data", (c: Buffer) => {
-    buf += c.toString("utf8");
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      received.push(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-    }
-    wake?.();
-  });
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const closed = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
-  let gone = false;
-  void closed.then(() => {
-    gone = true;
-    wake?.();
-  });
-  const receivedAtLeast = (n: number) =>
-    new Promise<void>((r) => {
-      const check = () => (received.length >= n || gone ? r() : (wake = check));
-      check();
-    });
-  let expectA2c = 0;
-  for (const e of events) {
-    if (e.dir === "a2c") expectA2c++;
-    if (e.dir !== "c2a") continue;
-    await receivedAtLeast(expectA2c);
-    child.stdin!.write(`${e.line}\n`);
-  }
-  await receivedAtLeast(expectA2c);
-  child.stdin!.end();
-  const code = await closed;
-  const text = existsSync(outcomes) ? readFileSync(outcomes, "utf8") : "";
-  return {
-    received,
-    outcomes: text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Outcome),
-    stderr,
-    code,
-  };
-}
-
 const cases = corpusCases();
+const DOC = join(ROOT, "docs", "AGENTS.md");
+/** The replayed fixtures, in corpus order, for the generated tables of docs/AGENTS.md. */
+const rows: DocRow[] = [];
 
 describe("the real-agent corpus through turnguard proxy", () => {
   test("the corpus is there", () => {
@@ -132,6 +37,7 @@ describe("the real-agent corpus through turnguard proxy", () => {
       const prompts = events.filter((e) => e.dir === "c2a" && e.line.includes('"session/prompt"'));
       expect(r.outcomes.length).toBe(prompts.length);
       const o = r.outcomes[r.outcomes.length - 1];
+      rows.push({ transcript: readTranscript(path), expected: want, outcome: o });
       const got = {
         status: o.status,
         category: o.error?.category ?? null,
@@ -149,4 +55,13 @@ describe("the real-agent corpus through turnguard proxy", () => {
       if (want.delay) expect(o.retry?.afterMs ?? o.retry?.at ?? null).not.toBeNull();
     });
   }
+  // Last: the tables of docs/AGENTS.md are those of this corpus (`make agents-doc` rewrites
+  // them). Only when every fixture replayed (not under a test filter).
+  test("docs/AGENTS.md shows every recorded turn as turnguard reports it", () => {
+    if (rows.length !== cases.length) return;
+    const doc = existsSync(DOC) ? readFileSync(DOC, "utf8") : "";
+    const want = withTables(doc, renderTables(rows));
+    if (process.env.UPDATE_AGENTS_DOC === "1") writeFileSync(DOC, want);
+    expect(doc).toBe(want);
+  });
 });
