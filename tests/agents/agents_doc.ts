@@ -72,13 +72,9 @@ export function outcomeSummary(o: Outcome): string {
   const parts = [o.status];
   if (o.error) parts.push(`${o.error.category}: ${o.error.message}`);
   if (o.retry) {
-    parts.push(
-      o.retry.retryable
-        ? `retryable${
-          o.retry.afterMs !== null ? ` after ${Math.round(o.retry.afterMs / 1000)} s` : ""
-        }`
-        : "not retryable",
-    );
+    // Whether a delay was stated, not the delay itself: a reset time makes it change each run.
+    const stated = o.retry.afterMs !== null || o.retry.at !== null;
+    parts.push(o.retry.retryable ? `retryable${stated ? " (delay stated)" : ""}` : "not retryable");
   }
   return cell(parts.join(" — "), 200);
 }

@@ -159,7 +159,33 @@ async function answer(
     : path.includes("/chat/completions")
     ? chatWire
     : responsesWire;
-  if (!stream) return sendJson(res, 200, wire.whole(behavior, json));
+  if (!stream) {
+    // A whole-body answer fails the way the stream would: cut mid-body (socket closed, or the
+    // response ended early), or the mid-stream error as the HTTP error it would have been.
+    if (behavior.kind === "cut" || behavior.kind === "noend") {
+      const text = JSON.stringify(wire.whole({ kind: "ok" }, json));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(text.slice(0, Math.floor(text.length / 2)));
+      if (behavior.kind === "cut") res.socket?.destroy();
+      else res.end();
+      return;
+    }
+    if (behavior.kind === "midstream") {
+      const status = behavior.error === "rate_limit" ? 429 : provider === "anthropic" ? 529 : 503;
+      rec.status = status;
+      const body = provider === "openai"
+        ? {
+          error: {
+            ...MIDSTREAM.openai[behavior.error],
+            type: behavior.error === "rate_limit" ? "requests" : "server_error",
+            param: null,
+          },
+        }
+        : MIDSTREAM[provider][behavior.error];
+      return sendJson(res, status, body);
+    }
+    return sendJson(res, 200, wire.whole(behavior, json));
+  }
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const events = wire.events(behavior, json);
   for (const e of events) {

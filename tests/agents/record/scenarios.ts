@@ -299,11 +299,13 @@ export const SCENARIOS: Scenario[] = [
         "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
         [errorInfo("CONSUMER_INVALID")],
       ),
+      // OpenAI documents no 403 for permissions: a restricted key gets a 401 naming the
+      // missing scope.
       openai: openai(
-        403,
+        401,
         "invalid_request_error",
-        "model_not_permitted",
-        "Project `proj_corpus` does not have access to model `gpt-5`",
+        null,
+        "You have insufficient permissions for this operation. Missing scopes: api.model.request. Check that you have the correct role in your organization (Reader, Writer, Owner) and project (Member, Owner), and if you're using a restricted API key, that it has the necessary scopes.",
       ),
     },
   },
