@@ -47,12 +47,22 @@ export function classify(
   let category = hit?.category;
   let retryFromText = hit?.retry;
   if (category === undefined) {
-    const { finding, diagnostics: d } = withPluginBudget(() =>
-      findCause(textAnchors, [{ kind: "text", text: cause }])
-    );
-    diagnostics.push(...d);
-    category = finding?.hit.category ?? "unknown";
-    retryFromText ??= finding?.hit.retry;
+    // The first anchor that gives a category: one that only finds the message (a pack's
+    // reader of an error shape that says no category) yields to the next.
+    let pool = textAnchors;
+    for (;;) {
+      const { finding, diagnostics: d } = withPluginBudget(() =>
+        findCause(pool, [{ kind: "text", text: cause }])
+      );
+      diagnostics.push(...d);
+      if (finding === null || finding.hit.category !== undefined) {
+        category = finding?.hit.category ?? "unknown";
+        retryFromText ??= finding?.hit.retry;
+        break;
+      }
+      retryFromText ??= finding.hit.retry;
+      pool = pool.filter((a) => a !== finding.anchor);
+    }
   }
   const parsed = parseRecovery(classifiedHead(cause), now);
   const fromAt = retryFromText?.at ? Date.parse(retryFromText.at) - now : NaN;

@@ -8,6 +8,11 @@ import type { RetryHint, Status, TurnError } from "./outcome.ts";
 export interface Cause {
   error: TurnError;
   retry: RetryHint;
+  /**
+   * The message only names the agent's wrapper ("Authentication required", "Internal
+   * error"): the words of the real cause, when the turn has them, are elsewhere.
+   */
+  wrapper?: boolean;
 }
 
 /** Everything known about a turn when it ends. */
@@ -20,12 +25,22 @@ export interface TurnFacts {
   stopReason: string | null;
   /** The failure the agent reported itself (non-zero exit's stderr, a JSON-RPC error). */
   agentError: Cause | null;
+  /**
+   * Proxy mode: the stop reason the agent's error really reports (an output-token limit, a
+   * refusal), when it reported one as a JSON-RPC error instead of a `stopReason`.
+   */
+  errorStop?: "max_tokens" | "refusal" | null;
   /** Bytes of stdout (run) or characters streamed (proxy). */
   output: number;
   /** The cause found in the turn's appended log bytes. */
   logCause: Cause | null;
   /** The turn was cut short by turnguard's silence timeout. */
   timeout: Cause | null;
+  /**
+   * Proxy mode: the failure the turn's short streamed text reads as (agents stream the
+   * cause as a notice just before they answer with an error). Never a failure by itself.
+   */
+  textCause?: Cause | null;
 }
 
 /** What decide concludes. `swallowed`: the agent hid this failure (exit 0 or end_turn). */
@@ -44,10 +59,18 @@ const failed = (cause: Cause, swallowed = false): Decision => ({
   swallowed,
 });
 
-/** A generic agent error ("Internal error") yields to a specific cause found in the log. */
-function sharpen(agent: Cause, log: Cause | null): Cause {
-  if (!log || agent.error.category !== "unknown") return agent;
-  return { error: { ...log.error, code: agent.error.code ?? log.error.code }, retry: log.retry };
+/**
+ * A generic agent error yields to a specific cause: one that only names the agent's wrapper
+ * to the cause its streamed text gives; one of unknown category to the text's, else the log's.
+ */
+function sharpen(agent: Cause, text: Cause | null, log: Cause | null): Cause {
+  const generic = agent.error.category === "unknown";
+  const better = (agent.wrapper || generic) && text ? text : generic ? log : null;
+  if (!better) return agent;
+  return {
+    error: { ...better.error, code: agent.error.code ?? better.error.code },
+    retry: better.retry,
+  };
 }
 
 /** The fallback cause when a process failed and said nothing anywhere. */
@@ -80,11 +103,15 @@ export function decide(f: TurnFacts): Decision {
     const { code, signal } = f.exit;
     if (signal !== null || (code !== null && code !== 0)) {
       return failed(
-        f.agentError ? sharpen(f.agentError, f.logCause) : f.logCause ?? exitCause(f.exit),
+        f.agentError
+          ? sharpen(f.agentError, f.textCause ?? null, f.logCause)
+          : f.logCause ?? exitCause(f.exit),
       );
     }
   }
-  if (f.agentError) return failed(sharpen(f.agentError, f.logCause));
+  // A stop reason sent as an error is still that stop reason.
+  if (f.agentError && f.errorStop) return ok(f.errorStop === "refusal" ? "refused" : "truncated");
+  if (f.agentError) return failed(sharpen(f.agentError, f.textCause ?? null, f.logCause));
   switch (f.stopReason) {
     case "refusal":
       return ok("refused");

@@ -23,7 +23,7 @@
 import { tidyCause } from "../lib/anchors.ts";
 import type { Category } from "../lib/outcome.ts";
 import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin.ts";
-import { readInput } from "./generic.ts";
+import { readInput, wordCategory } from "./generic.ts";
 
 /** Categories of the adapter's `data.errorKind`; absent kinds are left to the words. */
 export const ERROR_KIND_CATEGORY: Readonly<Record<string, Category>> = {
@@ -38,12 +38,15 @@ export const ERROR_KIND_CATEGORY: Readonly<Record<string, Category>> = {
   max_output_tokens: "context",
 };
 
+/** Kinds that only say "something failed"; the words of the cause may say more. */
+const GENERIC_KINDS = new Set(["server_error", "unknown"]);
+
 /**
  * Sentences that mean a subscription or billing limit, whatever errorKind says. The words
  * before `limit` are bounded (linear time on any text).
  */
 const USAGE_LIMIT =
-  /you've hit your (?:[\w']+ ){0,6}limit|usage limit reached|spend limit|credit balance (?:is )?too low|out of (?:usage )?credits/i;
+  /you've hit your (?:[\w']+ ){0,6}limit|usage limit reached|reached your specified api usage limits|spend limit|credit balance (?:is )?too low|out of (?:usage )?credits/i;
 /** `Claude AI usage limit reached|<epoch seconds>`. */
 const LIMIT_EPOCH = /usage limit reached\|(\d{9,11})\b/i;
 
@@ -74,7 +77,13 @@ export default definePlugin({
         const cause = tidyCause(reading.cause, "none");
         if (cause === "") return null;
         const hit: AnchorHit = { cause };
-        const category = USAGE_LIMIT.test(cause) ? "quota" : ERROR_KIND_CATEGORY[kind];
+        // The kind is the adapter's wrapper: a transport failure it files as `server_error`
+        // ("API Error: Connection refused ... (ECONNREFUSED)", "Request timed out") is what
+        // its words say.
+        const category = USAGE_LIMIT.test(cause)
+          ? "quota"
+          : (GENERIC_KINDS.has(kind) ? wordCategory(cause) : undefined) ??
+            ERROR_KIND_CATEGORY[kind];
         if (category !== undefined) hit.category = category;
         if (reading.provider?.status !== undefined) hit.code = reading.provider.status;
         const retry = epochRetry(cause);

@@ -19,9 +19,11 @@
 import { tidyCause } from "../lib/anchors.ts";
 import type { Category } from "../lib/outcome.ts";
 import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin.ts";
-import { parseDuration } from "../lib/retry_hint.ts";
-import { readInput } from "./generic.ts";
-import { grpcCategory, statusCategory } from "./provider_error.ts";
+import { parseDuration, parseRecovery } from "../lib/retry_hint.ts";
+
+const HOUR = 3_600_000;
+import { readInput, wordCategory } from "./generic.ts";
+import { grpcCategory, NO_QUOTA, statusCategory } from "./provider_error.ts";
 
 /** Categories of google.rpc.ErrorInfo reasons gemini-cli acts on. */
 export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
@@ -34,8 +36,6 @@ export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
   ACCESS_DENIED: "auth",
 };
 
-/** `limit: 0` — the account has no quota for this model at all (not a passing limit). */
-const NO_QUOTA = /limit:\s*0(?!\d|\.\d)/i;
 /** "Your quota will reset after 19h14m47s." */
 const RESET_AFTER = /quota will reset after\s+((?:\d+(?:\.\d+)?\s*[a-z]+\s*)+)/i;
 
@@ -66,14 +66,25 @@ export default definePlugin({
         const cause = tidyCause(reading.cause, "none");
         if (cause === "") return null;
         const status = provider?.status ?? rpcStatus;
+        // gemini-cli files a failed fetch under code 500: the words give the cause.
+        const wrapperOnly = provider?.grpc === undefined && provider?.reason === undefined;
         const category = (NO_QUOTA.test(cause) ? "quota" : undefined) ??
+          (wrapperOnly ? wordCategory(cause) : undefined) ??
           REASON_CATEGORY[provider?.reason ?? ""] ??
           (/exhausted your capacity/i.test(cause) ? "quota" : undefined) ??
           grpcCategory(provider?.grpc) ?? statusCategory(status);
-        const hit: AnchorHit = { cause };
-        if (category !== undefined) hit.category = category;
-        if (status !== undefined) hit.code = status;
         const afterMs = provider?.retryDelayMs ?? resetAfterMs(cause);
+        // Google words a per-minute limit and a daily quota alike ("You exceeded your current
+        // quota"); one that lifts within the hour ("Please retry in 30.5s") is a rate limit.
+        // (An absolute reset, counted from the epoch here, is never within the hour.)
+        const lifts = afterMs ?? parseRecovery(cause, 0)?.afterMs ?? undefined;
+        const hit: AnchorHit = { cause };
+        if (
+          category === "quota" && lifts !== undefined && lifts < HOUR && !NO_QUOTA.test(cause)
+        ) {
+          hit.category = "rate_limit";
+        } else if (category !== undefined) hit.category = category;
+        if (status !== undefined) hit.code = status;
         if (afterMs !== undefined) hit.retry = { afterMs, reason: "retryDelay" };
         return hit;
       },

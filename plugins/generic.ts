@@ -23,6 +23,11 @@
  *   codes (https://grpc.io/docs/guides/status-codes/).
  * - ECONNREFUSED / ECONNRESET / "socket hang up" / "fetch failed": Node.js network errors
  *   (https://nodejs.org/api/errors.html#common-system-errors).
+ * - "terminated" (undici's TypeError when a response body's socket closes; gemini-cli sends
+ *   it as `{"code":500,"message":"terminated"}`, Claude Code as "API Error: terminated"),
+ *   "Unterminated string in JSON at position N" / "JSON Parse error: Unterminated string"
+ *   (V8's and JavaScriptCore's JSON.parse on a body cut short, as Claude Code relays them):
+ *   recorded in tests/agents/corpus/{gemini-cli,claude-code-acp,claude-agent-acp}.
  */
 import { inputText, tidyCause } from "../lib/anchors.ts";
 import type { Category } from "../lib/outcome.ts";
@@ -31,6 +36,7 @@ import {
   errorWords,
   grpcCategory,
   parseProviderError,
+  providerCategory,
   type ProviderError,
   rpcProviderError,
   statusCategory,
@@ -56,7 +62,7 @@ export const RULES: readonly Rule[] = [
     category: "quota",
     priority: 90,
     words:
-      /individual quota|quota (?:reached|exceeded|exhausted)|exceeded your current quota|insufficient_quota|usage limit|spend limit|credit balance|out of (?:usage )?credits|billing|exhausted your capacity|payment required/i,
+      /individual quota|quota (?:reached|exceeded|exhausted)|exceeded your current quota|(?:daily|monthly) quota|api usage limits|insufficient_quota|usage limit|spend limit|credit balance|out of (?:usage )?credits|billing|exhausted your capacity|payment required/i,
     codes: /\bQUOTA_EXHAUSTED\b|\b402\b/,
     unless: /per ?minute|PerMinute/i,
   },
@@ -80,7 +86,7 @@ export const RULES: readonly Rule[] = [
     category: "auth",
     priority: 60,
     words:
-      /unauthori[sz]ed|authentication|invalid (?:x-)?api[ _-]?key|api key not valid|not logged in|login required|please run \/login|forbidden|access token|permission_error/i,
+      /unauthori[sz]ed|authentication|invalid (?:x-)?api[ _-]?key|api key not valid|not logged in|login required|please run \/login|forbidden|access token|permission_error|insufficient permissions|location is not supported|region,? or territory not supported|not available in your (?:country|region)|request not allowed/i,
     codes: /\b(?:401|403)\b|\bUNAUTHENTICATED\b|\bPERMISSION_DENIED\b/,
   },
   {
@@ -96,7 +102,7 @@ export const RULES: readonly Rule[] = [
     category: "model",
     priority: 40,
     words:
-      /model (?:not found|unreachable|is not available|does not exist)|unknown model|invalid model|model_not_found|not_found_error|is not found for api version|does not exist or you do not have access/i,
+      /model (?:not found|unreachable|is not available|does not exist)|unknown model|invalid model|model_not_found|not_found_error|is not found for api version|does not exist or you do not have access|may not exist or you may not have access/i,
     codes: /\bNOT_FOUND\b/,
   },
   {
@@ -111,7 +117,7 @@ export const RULES: readonly Rule[] = [
     category: "network",
     priority: 20,
     words:
-      /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|connection (?:refused|reset|closed|error|failed)|socket hang up|network error|fetch failed|stream disconnected|error sending request/i,
+      /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|connection (?:refused|reset|closed|error|failed)|socket hang up|network error|fetch failed|stream disconnected|error sending request|(?:^|: )terminated\s*$|unterminated string in json|json parse error: unterminated/i,
   },
 ];
 
@@ -178,9 +184,40 @@ export function structuralCategory(input: AnchorInput): Category | undefined {
   return grpcCategory(provider?.grpc) ?? statusCategory(statusOf(input, provider));
 }
 
+/**
+ * The category the words of a cause give by themselves (the first rule, most specific first,
+ * that applies). Packs use it where an agent's wrapper says less than the words it wraps:
+ * claude-agent-acp files a refused connection or a timeout under errorKind `server_error`,
+ * gemini-cli sends a failed fetch or a missing model under JSON-RPC code 500.
+ */
+export function wordCategory(words: string): Category | undefined {
+  return RULES.find((rule) => applies(rule, words))?.category;
+}
+
 /** The generic pack: its anchors (`generic.*`), loaded as the built-in `builtin:generic`. */
 export default definePlugin({
   anchors: [
+    // The provider's own structured fields (error type, code, ErrorInfo reason, QuotaFailure
+    // ids) decide before any agent wrapper or word rule.
+    defineAnchor({
+      id: "generic.provider",
+      priority: 170,
+      on: ["text", "error"],
+      match(input) {
+        const reading = readInput(input);
+        const category = providerCategory(reading.provider);
+        if (category === undefined) return null;
+        const cause = tidyCause(reading.cause, "none");
+        if (cause === "") return null;
+        const hit: AnchorHit = { cause, category };
+        const status = statusOf(input, reading.provider);
+        if (status !== undefined) hit.code = status;
+        if (reading.provider?.retryDelayMs !== undefined) {
+          hit.retry = { afterMs: reading.provider.retryDelayMs, reason: "retryDelay" };
+        }
+        return hit;
+      },
+    }),
     ...RULES.map((rule) =>
       defineAnchor({
         id: rule.id,

@@ -34,6 +34,13 @@ export interface ProviderError {
   reason?: string;
   /** `google.rpc.RetryInfo` delay, in milliseconds. */
   retryDelayMs?: number;
+  /**
+   * Every structured code seen, outer first: Anthropic `error.type` and `details.error_code`,
+   * OpenAI `code` and `type`, Google `status` and ErrorInfo `reason`.
+   */
+  codes?: string[];
+  /** `google.rpc.QuotaFailure` violations' `quotaId`s (`GenerateRequestsPerDayPerProjectPerModel`). */
+  quotaIds?: string[];
 }
 
 const MAX_DEPTH = 8;
@@ -103,6 +110,13 @@ function collect(value: unknown, into: Partial<ProviderError>, depth: number): v
   }
   if (!isObject(value)) return;
   const { code, status, type, reason } = value;
+  for (const c of [type, code, value.error_code, status, reason]) {
+    if (typeof c === "string" && /^[A-Za-z_]+$/.test(c) && c !== "error") {
+      (into.codes ??= []).push(c);
+    }
+  }
+  if (typeof value.quotaId === "string") (into.quotaIds ??= []).push(value.quotaId);
+  if (Array.isArray(value.violations)) collect(value.violations, into, depth + 1);
   if (typeof code === "number" && code >= 100 && code <= 599) into.status ??= code;
   if (typeof code === "string" && /^[a-z_]+$/.test(code)) into.type ??= code;
   if (typeof status === "string" && /^[A-Z_]+$/.test(status)) into.grpc ??= status;
@@ -116,7 +130,9 @@ function collect(value: unknown, into: Partial<ProviderError>, depth: number): v
     if (key in value) collect(value[key], into, depth + 1);
   }
   if (Array.isArray(value.details)) collect(value.details, into, depth + 1);
-  else if (typeof value.details === "string") collect(value.details, into, depth + 1);
+  else if (typeof value.details === "string" || isObject(value.details)) {
+    collect(value.details, into, depth + 1);
+  }
 }
 
 /**
@@ -206,4 +222,102 @@ export function grpcCategory(grpc: string | undefined): Category | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * Structured provider codes and what the user must do about them, most specific first (a
+ * quota code outranks the rate-limit type that carries it). Sources:
+ * - Anthropic `error.type` (https://docs.claude.com/en/api/errors): authentication_error,
+ *   permission_error, not_found_error, request_too_large, rate_limit_error, api_error,
+ *   overloaded_error, billing_error; `details.error_code` enforced_spend_limit_reached (the
+ *   monthly spend limit of the usage tier, a 429 rate_limit_error); `forbidden` ("Request not
+ *   allowed", the API refusing the caller's region).
+ * - OpenAI `code` / `type` (https://platform.openai.com/docs/guides/error-codes):
+ *   insufficient_quota, billing_hard_limit_reached, invalid_api_key,
+ *   unsupported_country_region_territory, model_not_found, context_length_exceeded,
+ *   rate_limit_exceeded, server_is_overloaded, server_error.
+ * - Google ErrorInfo `reason` and status (https://ai.google.dev/gemini-api/docs/troubleshooting,
+ *   https://cloud.google.com/apis/design/errors): API_KEY_INVALID, CONSUMER_INVALID,
+ *   ACCESS_TOKEN_TYPE_UNSUPPORTED, QUOTA_EXHAUSTED, RATE_LIMIT_EXCEEDED,
+ *   MODEL_CAPACITY_EXHAUSTED; UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNAVAILABLE,
+ *   INTERNAL, DEADLINE_EXCEEDED (RESOURCE_EXHAUSTED is read with its QuotaFailure ids).
+ */
+const CODE_CATEGORY: ReadonlyArray<[Category, ReadonlySet<string>]> = [
+  [
+    "quota",
+    new Set([
+      "insufficient_quota",
+      "billing_hard_limit_reached",
+      "enforced_spend_limit_reached",
+      "billing_error",
+      "QUOTA_EXHAUSTED",
+      "INSUFFICIENT_G1_CREDITS_BALANCE",
+    ]),
+  ],
+  [
+    "auth",
+    new Set([
+      "authentication_error",
+      "permission_error",
+      "forbidden",
+      "invalid_api_key",
+      "unsupported_country_region_territory",
+      "API_KEY_INVALID",
+      "API_KEY_SERVICE_BLOCKED",
+      "CONSUMER_INVALID",
+      "ACCESS_TOKEN_TYPE_UNSUPPORTED",
+      "UNAUTHENTICATED",
+      "PERMISSION_DENIED",
+    ]),
+  ],
+  ["model", new Set(["model_not_found", "not_found_error", "NOT_FOUND"])],
+  ["context", new Set(["context_length_exceeded", "request_too_large"])],
+  ["rate_limit", new Set(["rate_limit_exceeded", "rate_limit_error", "RATE_LIMIT_EXCEEDED"])],
+  [
+    "capacity",
+    new Set([
+      "overloaded_error",
+      "server_is_overloaded",
+      "api_error",
+      "server_error",
+      "MODEL_CAPACITY_EXHAUSTED",
+      "MODEL_CAPACITY_EXCEEDED",
+      "UNAVAILABLE",
+      "INTERNAL",
+    ]),
+  ],
+  ["timeout", new Set(["DEADLINE_EXCEEDED"])],
+];
+
+/** `limit: 0` — the account has no quota for this model at all (not a passing limit). */
+export const NO_QUOTA = /limit:\s*0(?!\d|\.\d)/i;
+
+/** A QuotaFailure id's window: a day or longer is a quota, a minute or second a rate limit. */
+function quotaIdCategory(ids: readonly string[] | undefined): Category | undefined {
+  if (!ids?.length) return undefined;
+  if (ids.some((id) => /Per(?:Day|Month|Week)/.test(id))) return "quota";
+  if (ids.some((id) => /Per(?:Minute|Second|Hour)/.test(id))) return "rate_limit";
+  return undefined;
+}
+
+/**
+ * The category a provider error's structured fields give, before any word rule: QuotaFailure
+ * ids, then the codes (most specific category first), then RESOURCE_EXHAUSTED as a rate limit.
+ * Undefined when the structure says nothing a user can act on (`invalid_request_error`,
+ * `INVALID_ARGUMENT`, `FAILED_PRECONDITION`: their words decide).
+ */
+export function providerCategory(p: ProviderError | null): Category | undefined {
+  if (p === null) return undefined;
+  // "Quota exceeded for metric: ..., limit: 0": no quota at all for this model.
+  if (p.codes?.includes("RESOURCE_EXHAUSTED") && NO_QUOTA.test(p.message)) return "quota";
+  const byQuota = quotaIdCategory(p.quotaIds);
+  if (byQuota !== undefined) return byQuota;
+  const codes = new Set(p.codes ?? []);
+  for (const [category, known] of CODE_CATEGORY) {
+    for (const c of codes) if (known.has(c)) return category;
+  }
+  // Google's 402 RESOURCE_EXHAUSTED: prepaid credits depleted.
+  if (p.status === 402) return "quota";
+  if (codes.has("RESOURCE_EXHAUSTED")) return "rate_limit";
+  return undefined;
 }

@@ -143,3 +143,54 @@ describe("decide — proxy mode (stop reasons)", () => {
     expect(d.error?.category).toBe("timeout");
   });
 });
+
+describe("decide — proxy mode (stop reasons sent as errors, wrapper errors)", () => {
+  const TEXT = cause("Your API key does not have permission", "auth");
+  const WRAPPER: Cause = { ...cause("Authentication required", "auth"), wrapper: true };
+  // errorStop, agent error, streamed text cause, log cause -> status, error message
+  const rows: Array<
+    [
+      "max_tokens" | "refusal" | null,
+      Cause | null,
+      Cause | null,
+      Cause | null,
+      string,
+      string | null,
+    ]
+  > = [
+    ["max_tokens", STDERR, null, null, "truncated", null],
+    ["refusal", STDERR, null, LOG, "refused", null],
+    ["max_tokens", null, null, null, "empty", null],
+    [null, STDERR, TEXT, null, "failed", "from stderr"],
+    [null, WRAPPER, TEXT, LOG, "failed", "Your API key does not have permission"],
+    [null, WRAPPER, null, LOG, "failed", "Authentication required"],
+    [null, GENERIC, TEXT, LOG, "failed", "Your API key does not have permission"],
+    [null, GENERIC, null, LOG, "failed", "from the log"],
+    [null, null, TEXT, null, "ok", null],
+  ];
+  for (const [errorStop, agentError, textCause, logCause, status, message] of rows) {
+    test(`stop=${errorStop} err=${agentError?.error.message} text=${!!textCause} log=${!!logCause}`, () => {
+      const d = decide({
+        ...base,
+        output: textCause ? 36 : 0,
+        errorStop,
+        agentError,
+        textCause,
+        logCause,
+      });
+      expect([d.status, d.error?.message ?? null]).toEqual([status, message]);
+      // A stop reason is no error; an ok turn never has one.
+      if (status !== "failed") expect([d.error, d.retry]).toEqual([null, null]);
+    });
+  }
+
+  const WRAPPER_CODE: Cause = {
+    error: { ...cause("Authentication required", "auth").error, code: -32000 },
+    retry: cause("x").retry,
+    wrapper: true,
+  };
+  test("the sharpened cause keeps the agent's own code", () => {
+    const d = decide({ ...base, agentError: { ...WRAPPER_CODE }, textCause: TEXT });
+    expect(d.error).toEqual({ ...TEXT.error, code: -32000 });
+  });
+});

@@ -846,12 +846,31 @@ describe("concludeTurn", () => {
     });
   });
 
-  test("a short streamed failure notice is recorded, not rewritten", () => {
+  test("a short streamed failure notice of a clean turn is a diagnostic, never an error", () => {
     const t = turn();
     say(t, "You've hit your usage limit.");
     const c = conclude(t, result("end_turn"));
-    expect([c.outcome.status, c.response, c.outcome.error?.category, c.outcome.error?.anchor])
-      .toEqual(["ok", null, "quota", "t.quota"]);
+    expect([c.outcome.status, c.response, c.outcome.error, c.outcome.retry])
+      .toEqual(["ok", null, null, null]);
+    expect(c.outcome.diagnostics).toContain(
+      "the agent's reply reads as a quota failure (anchor t.quota); the turn ended normally, so it stays ok",
+    );
+  });
+
+  test("a bare wrapper error takes the cause the agent streamed just before it", () => {
+    const t = turn();
+    say(t, "You've hit your usage limit.");
+    const c = conclude(t, {
+      kind: "error",
+      error: { code: -32000, message: "Authentication required" },
+      response: {
+        jsonrpc: "2.0",
+        id: 1,
+        error: { code: -32000, message: "Authentication required" },
+      },
+    });
+    expect([c.outcome.status, c.outcome.error?.category, c.outcome.error?.message])
+      .toEqual(["failed", "quota", "usage limit."]);
   });
 
   test("text nobody reads is not kept: counted, no reply.text", () => {
@@ -869,13 +888,14 @@ describe("concludeTurn", () => {
     const t = turn("notice");
     say(t, "You've hit your usage limit.");
     const c = conclude(t, result("end_turn"));
-    expect([c.outcome.reply, c.outcome.error?.category]).toEqual([{ chars: 28 }, "quota"]);
+    const notice = (d: string[]) => d.some((x) => x.includes("reads as a quota failure"));
+    expect([c.outcome.reply, notice(c.outcome.diagnostics)]).toEqual([{ chars: 28 }, true]);
     // A long reply is cut to the notice's size, and a cut reply is no notice.
     const long = turn("notice");
     say(long, "You've hit your usage limit. ".repeat(40));
     say(long, "x".repeat(5000));
     expect(turnText(long).length).toBe(2048);
-    expect(conclude(long, result("end_turn")).outcome.error).toBeNull();
+    expect(notice(conclude(long, result("end_turn")).outcome.diagnostics)).toBe(false);
   });
 
   test("a long answer that mentions a rate limit is just an answer", () => {

@@ -210,7 +210,7 @@ describe("turnguard explain", () => {
     expect(lines[6]).toBe(
       "  5. agy.not-logged-in  priority 50  <embedded anchors.toml>:72  no match",
     );
-    expect(lines[7]).toStartWith("not tried (they do not read log inputs): generic.quota, ");
+    expect(lines[7]).toStartWith("not tried (they do not read log inputs): generic.provider, ");
     expect(lines[8]).toBe(
       "winner: agy.executor — agy.executor has the highest priority (300) of the 3 anchors that matched",
     );
@@ -229,7 +229,7 @@ describe("turnguard explain", () => {
     expect(doc.category).toBe("quota");
     expect(doc.tried[0]).toMatchObject({
       order: 1,
-      anchor: "gemini.google-error",
+      anchor: "generic.provider",
       result: "no match",
     });
     expect(doc.why).toBe(

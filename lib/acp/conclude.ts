@@ -13,7 +13,7 @@ import type { Outcome } from "../outcome.ts";
 import type { LoadedAnchor } from "../plugin.ts";
 import { signalExitCode } from "../signals.ts";
 import { formatDuration, utf8Length } from "../text.ts";
-import { errorCause } from "./error_cause.ts";
+import { errorCause, type ErrorStop, errorStopReason } from "./error_cause.ts";
 import { type JsonObject, stringField } from "./jsonrpc.ts";
 import { annotateError, errorResponse, turnguardData } from "./rewrite.ts";
 import { FAILURE_TEXT_MAX_BYTES } from "./reply_text.ts";
@@ -84,10 +84,17 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   const output = streamed(turn);
 
   let agentError: Cause | null = null;
+  let errorStop: ErrorStop | null = null;
   if (end.kind === "error") {
     const found = errorCause(end.error, anchors, endedAt);
     diagnostics.push(...found.diagnostics);
     agentError = found.cause;
+    errorStop = errorStopReason(end.error);
+    if (errorStop !== null) {
+      diagnostics.push(
+        `the agent reported the stop reason ${errorStop} as an error: ${found.cause.error.message}`,
+      );
+    }
   } else if (end.kind === "exit") {
     const message = exitMessage(end.code, end.signal, end.stderrTail);
     const { category, retry } = classify(end.stderrTail, undefined, textAnchors, endedAt);
@@ -118,17 +125,22 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     };
   }
 
-  let decision = decide({
+  const textCause = readTextCause(turn, textAnchors, endedAt, diagnostics);
+  const decision = decide({
     cancelled: turn.cancelled,
     exit: null,
     stopReason,
     agentError,
+    errorStop,
     output,
     logCause,
     timeout,
+    textCause: textCause?.cause ?? null,
   });
-  if (stopReason === "end_turn" && decision.status === "ok") {
-    decision = readFailureText(turn, textAnchors, endedAt, decision, diagnostics);
+  if (textCause && decision.status === "ok") {
+    diagnostics.push(
+      `the agent's reply reads as a ${textCause.cause.error.category} failure (anchor ${textCause.anchor}); the turn ended normally, so it stays ok`,
+    );
   }
 
   if (turn.uninspected > 0) {
@@ -155,42 +167,32 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
 }
 
 /**
- * Some agents report a failure only as a short streamed message before a normal
- * `end_turn`. When the profile's text anchors give such a short reply a category, the
- * Outcome records it (error, retry and a diagnostic); the status and the client's
- * response stay as the agent sent them, since a short real answer may read alike.
+ * The failure a turn's short streamed text reads as, when the profile's text anchors give it
+ * a category: agents stream the cause as a notice before answering with a bare error
+ * ("Authentication required"). Text cut short (or never kept) is a longer reply than a
+ * notice, and is not read.
  */
-function readFailureText(
+function readTextCause(
   turn: Turn,
   textAnchors: readonly LoadedAnchor[],
   now: number,
-  decision: Decision,
   diagnostics: string[],
-): Decision {
-  if (turn.chars === 0 || textAnchors.length === 0) return decision;
+): { cause: Cause; anchor: string } | null {
+  if (turn.chars === 0 || textAnchors.length === 0) return null;
   const text = turnText(turn);
-  // Text cut short (or never kept) is a longer reply than a notice.
-  if (!wholeText(turn, text) || utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return decision;
+  if (!wholeText(turn, text) || utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return null;
   const found = findCause(textAnchors, [{ kind: "text", text }]);
   diagnostics.push(...found.diagnostics);
   const hit = found.finding?.hit;
-  if (!hit?.category) return decision;
+  if (!hit?.category) return null;
   const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
-  diagnostics.push(
-    `the agent's reply reads as a ${category} failure (anchor ${
-      found.finding!.anchor.id
-    }); the response was forwarded as the agent sent it`,
-  );
+  const anchor = found.finding!.anchor.id;
   return {
-    ...decision,
-    error: {
-      code: hit.code ?? null,
-      message: hit.cause,
-      category,
-      anchor: found.finding!.anchor.id,
-      source: null,
+    cause: {
+      error: { code: hit.code ?? null, message: hit.cause, category, anchor, source: null },
+      retry,
     },
-    retry,
+    anchor,
   };
 }
 

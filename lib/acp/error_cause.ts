@@ -12,7 +12,7 @@ import type { Cause } from "../decide.ts";
 import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
 import { oneLine, utf8Length } from "../text.ts";
 import { type JsonObject } from "./jsonrpc.ts";
-import { jsonText } from "../json.ts";
+import { isObject, jsonText } from "../json.ts";
 import {
   parseProviderError,
   type ProviderError,
@@ -119,7 +119,45 @@ export function errorCause(
         source: null,
       },
       retry,
+      ...(WRAPPER_MESSAGE.test(message) ? { wrapper: true } : {}),
     },
     diagnostics,
   };
+}
+
+/**
+ * Messages that only name an agent's wrapper of a failure: ACP's -32000 "Authentication
+ * required" (claude-agent-acp sends it for a 401, a 403 and a region block alike, streaming
+ * the API's words as a notice just before), and a bare "Internal error".
+ */
+const WRAPPER_MESSAGE =
+  /^\s*(?:authentication required|internal error|error(?: -?\d+)?)\s*\.?\s*$/i;
+
+/** A stop reason an agent reported as a JSON-RPC error instead of a `stopReason`. */
+export type ErrorStop = "max_tokens" | "refusal";
+
+/**
+ * Agents' wordings of a stop reason sent as an error:
+ * - Claude Code: "API Error: Claude's response exceeded the 32000 output token maximum. To
+ *   configure this behavior, set the CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable."
+ *   (@anthropic-ai/claude-agent-sdk cli.js), with claude-agent-acp's `data.errorKind`
+ *   `max_output_tokens` (dist/acp-agent.js `errorKindData(lastAssistantError)`);
+ * - codex: "stream disconnected before completion: Incomplete response returned, reason:
+ *   max_output_tokens" (codex-acp 0.16, the Responses API's `response.incomplete`);
+ * - Claude Code: "Claude Code is unable to respond to this request, which appears to violate
+ *   our Usage Policy" (cli.js, the API's `stop_reason: "refusal"`).
+ */
+const STOP_WORDS: ReadonlyArray<[ErrorStop, RegExp]> = [
+  ["max_tokens", /output token maximum|incomplete response returned, reason: max_output_tokens/i],
+  ["refusal", /appears to violate our usage policy/i],
+];
+
+/** The stop reason a JSON-RPC error really reports, or null when it reports a failure. */
+export function errorStopReason(error: JsonObject): ErrorStop | null {
+  const data = error.data;
+  if (isObject(data) && data.errorKind === "max_output_tokens") return "max_tokens";
+  const words = `${messageText(error)} ${
+    typeof data === "string" ? data : data === undefined ? "" : JSON.stringify(data)
+  }`;
+  return STOP_WORDS.find(([, re]) => re.test(words))?.[0] ?? null;
 }

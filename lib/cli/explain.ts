@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { classify } from "../classify.ts";
+import { errorCause } from "../acp/error_cause.ts";
 import { UsageError } from "../errors.ts";
 import { explain, type Explanation } from "../explain.ts";
 import { inputText } from "../anchors.ts";
@@ -21,7 +22,7 @@ import { redact, redactedJson } from "../redact.ts";
 /** The explanation as text, one line per anchor. */
 export function formatExplanation(
   e: Explanation,
-  classified: { category: string; retry: RetryHint } | null,
+  classified: { category: string; retry: RetryHint; cause: string } | null,
 ): string {
   const out = [`input (${e.input.kind}): ${inputText(e.input)}`];
   const tried = e.trials.filter((t) => t.order !== null);
@@ -45,7 +46,7 @@ export function formatExplanation(
   }
   out.push(`winner: ${e.winner ? e.winner.anchor.id : "none"} — ${e.why}`);
   if (e.winner && classified) {
-    out.push(`cause: ${e.winner.hit.cause}`);
+    out.push(`cause: ${classified.cause}`);
     out.push(`category: ${classified.category}`);
     const r = classified.retry;
     const when = r.afterMs !== null ? ` (afterMs ${r.afterMs}, at ${r.at})` : "";
@@ -71,12 +72,27 @@ export async function explainCommand(argv: string[]): Promise<number> {
   const anchors = commandAnchors(registry, values.agent);
   const textAnchors = anchors.filter((a) => a.on.includes("text"));
   const { e, diagnostics, classified } = withPluginBudget(() => {
-    const e = explain(anchors, lineInput(text, kind));
+    const input = lineInput(text, kind);
+    const e = explain(anchors, input);
     const diagnostics = [...e.diagnostics];
-    const classified = e.winner
+    // An agent's error is classified exactly as the proxy classifies it.
+    const classified = input.kind === "error"
+      ? errorCause({ ...input.error }, anchors, Date.now()).cause
+      : e.winner
       ? classify(e.winner.hit.cause, e.winner.hit, textAnchors, Date.now(), diagnostics)
       : null;
-    return { e, diagnostics, classified };
+    return {
+      e,
+      diagnostics,
+      classified: classified &&
+        ("error" in classified
+          ? {
+            category: classified.error.category,
+            retry: classified.retry,
+            cause: classified.error.message,
+          }
+          : { ...classified, cause: e.winner?.hit.cause ?? "" }),
+    };
   });
   if (values.json) {
     void stdout.write(
@@ -93,9 +109,9 @@ export async function explainCommand(argv: string[]): Promise<number> {
         })),
         winner: e.winner?.anchor.id ?? null,
         why: e.why,
-        cause: e.winner?.hit.cause ?? null,
-        category: classified?.category ?? null,
-        retry: classified?.retry ?? null,
+        cause: e.winner ? classified?.cause ?? null : null,
+        category: e.winner ? classified?.category ?? null : null,
+        retry: e.winner ? classified?.retry ?? null : null,
         diagnostics,
       }) + "\n",
     );
