@@ -257,7 +257,11 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
   for (const [path, mtime] of listFiles(home)) {
     if (before.get(path) === mtime) continue;
     const rel = relative(home, path);
-    if (rel.startsWith("tmp/") || rel.startsWith(".cache/") || rel.startsWith(".codex/tmp/")) {
+    if (
+      rel.startsWith("tmp/") || rel.startsWith(".cache/") || rel.startsWith(".codex/tmp/") ||
+      // codex unpacks its built-in skills into CODEX_HOME at every start: not the turn's.
+      rel.startsWith(".codex/skills/")
+    ) {
       continue;
     }
     const data = readFileSync(path);
