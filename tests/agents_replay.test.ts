@@ -12,7 +12,10 @@ import { ROOT } from "./helpers/cli.ts";
 import { readTranscript } from "./agents/transcript.ts";
 import { readExpected } from "./agents/expected.ts";
 import { type DocRow, renderTables, withTables } from "./agents/agents_doc.ts";
-import { corpusCases, replay } from "./agents/replay.ts";
+import { corpusCases, PROFILE, replay } from "./agents/replay.ts";
+import { spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { ensureBinary } from "./helpers/binary.ts";
 
 setDefaultTimeout(60_000);
 
@@ -43,6 +46,34 @@ function canonical(value: unknown): string {
   );
 }
 
+/** The error object the agent answered the turn's session/prompt with, as JSON; or null. */
+function promptError(events: { dir: string; line: string }[]): string | null {
+  let id: unknown = undefined;
+  for (const e of events) {
+    const m = JSON.parse(e.line.startsWith("{") ? e.line : "null");
+    if (m === null) continue;
+    if (e.dir === "c2a" && m.method === "session/prompt") id = m.id;
+    else if (e.dir === "a2c" && id !== undefined && m.id === id && m.method === undefined) {
+      return m.error ? JSON.stringify(m.error) : null;
+    }
+  }
+  return null;
+}
+
+/** The category `turnguard explain --json --kind error` gives an agent's error. */
+function explainCategory(agent: string, error: string): string | null {
+  const r = spawnSync(ensureBinary(), [
+    "explain",
+    "--json",
+    "--kind",
+    "error",
+    "--agent",
+    PROFILE[agent],
+    error,
+  ], { encoding: "utf8", env: { PATH: process.env.PATH, HOME: tmpdir() } });
+  return JSON.parse(r.stdout).category;
+}
+
 const cases = corpusCases();
 const DOC = join(ROOT, "docs", "AGENTS.md");
 /** The replayed fixtures, in corpus order, for the generated tables of docs/AGENTS.md. */
@@ -67,6 +98,11 @@ describe("the real-agent corpus through turnguard proxy", () => {
       expect(r.outcomes.length).toBe(prompts.length);
       const o = r.outcomes[r.outcomes.length - 1];
       rows.push({ transcript: readTranscript(path), expected: want, outcome: o });
+      // One classifier: `turnguard explain` on the agent's error gives the proxy's category.
+      const error = promptError(events);
+      if (error !== null && o.status === "failed") {
+        expect(explainCategory(agent, error)).toBe(o.error!.category);
+      }
       const got = {
         status: o.status,
         category: o.error?.category ?? null,

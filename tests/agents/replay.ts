@@ -17,7 +17,7 @@ export const CORPUS = join(ROOT, "tests", "agents", "corpus");
 const REPLAY = join(ROOT, "tests", "agents", "replay_agent.ts");
 
 /** The built-in profile each corpus agent runs under. */
-const PROFILE: Record<string, string> = {
+export const PROFILE: Record<string, string> = {
   "claude-agent-acp": "claude",
   "claude-code-acp": "claude",
   "gemini-cli": "gemini",
