@@ -69,7 +69,7 @@ export function wireSummary(t: Transcript): string {
 
 /** What turnguard reported, in one line. */
 export function outcomeSummary(o: Outcome): string {
-  const parts = [o.status];
+  const parts: string[] = [o.status];
   if (o.error) parts.push(`${o.error.category}: ${o.error.message}`);
   if (o.retry) {
     // Whether a delay was stated, not the delay itself: a reset time makes it change each run.

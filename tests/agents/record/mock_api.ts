@@ -230,13 +230,14 @@ function wantsJson(req: Json): boolean {
   return cfg?.responseMimeType === "application/json";
 }
 
+/** A provider's word for how a behavior stops: [at the token limit, refused, done]. */
+function stopWord(b: Behavior, words: [string, string, string]): string {
+  return b.kind === "max_tokens" ? words[0] : b.kind === "refusal" ? words[1] : words[2];
+}
+
 const anthropicWire: Wire = {
   whole(b, req) {
-    const stop = b.kind === "max_tokens"
-      ? "max_tokens"
-      : b.kind === "refusal"
-      ? "refusal"
-      : "end_turn";
+    const stop = stopWord(b, ["max_tokens", "refusal", "end_turn"]);
     return {
       id: "msg_corpus_whole",
       type: "message",
@@ -290,11 +291,7 @@ const anthropicWire: Wire = {
       return out;
     }
     if (text) out.push(sse("content_block_stop", { type: "content_block_stop", index: 0 }));
-    const stop = b.kind === "max_tokens"
-      ? "max_tokens"
-      : b.kind === "refusal"
-      ? "refusal"
-      : "end_turn";
+    const stop = stopWord(b, ["max_tokens", "refusal", "end_turn"]);
     out.push(
       sse("message_delta", {
         type: "message_delta",
@@ -416,28 +413,27 @@ const responsesWire: Wire = {
       ev("response.created", { response: responseObject("in_progress", null) }),
       ev("response.in_progress", { response: responseObject("in_progress", null) }),
     ];
+    const itemAdded = ev("response.output_item.added", {
+      output_index: 0,
+      item: {
+        id: "msg_corpus",
+        type: "message",
+        status: "in_progress",
+        role: "assistant",
+        content: [],
+      },
+    });
+    const partAdded = (part: Json) =>
+      ev("response.content_part.added", {
+        item_id: "msg_corpus",
+        output_index: 0,
+        content_index: 0,
+        part,
+      });
     if (b.kind === "refusal") {
       const refusal = "I'm sorry, but I can't help with that.";
-      out.push(
-        ev("response.output_item.added", {
-          output_index: 0,
-          item: {
-            id: "msg_corpus",
-            type: "message",
-            status: "in_progress",
-            role: "assistant",
-            content: [],
-          },
-        }),
-      );
-      out.push(
-        ev("response.content_part.added", {
-          item_id: "msg_corpus",
-          output_index: 0,
-          content_index: 0,
-          part: { type: "refusal", refusal: "" },
-        }),
-      );
+      out.push(itemAdded);
+      out.push(partAdded({ type: "refusal", refusal: "" }));
       out.push(
         ev("response.refusal.delta", {
           item_id: "msg_corpus",
@@ -470,26 +466,8 @@ const responsesWire: Wire = {
       return out;
     }
     const text = textOf(b);
-    out.push(
-      ev("response.output_item.added", {
-        output_index: 0,
-        item: {
-          id: "msg_corpus",
-          type: "message",
-          status: "in_progress",
-          role: "assistant",
-          content: [],
-        },
-      }),
-    );
-    out.push(
-      ev("response.content_part.added", {
-        item_id: "msg_corpus",
-        output_index: 0,
-        content_index: 0,
-        part: { type: "output_text", text: "", annotations: [] },
-      }),
-    );
+    out.push(itemAdded);
+    out.push(partAdded({ type: "output_text", text: "", annotations: [] }));
     for (const piece of text.match(/.{1,12}/g) ?? []) {
       out.push(
         ev("response.output_text.delta", {
@@ -539,11 +517,7 @@ const responsesWire: Wire = {
 
 const chatWire: Wire = {
   whole(b) {
-    const finish = b.kind === "max_tokens"
-      ? "length"
-      : b.kind === "refusal"
-      ? "content_filter"
-      : "stop";
+    const finish = stopWord(b, ["length", "content_filter", "stop"]);
     return {
       id: "chatcmpl-corpus",
       object: "chat.completion",
@@ -582,7 +556,7 @@ const chatWire: Wire = {
     out.push(
       chunk(
         {},
-        b.kind === "max_tokens" ? "length" : b.kind === "refusal" ? "content_filter" : "stop",
+        stopWord(b, ["length", "content_filter", "stop"]),
       ),
     );
     out.push("data: [DONE]\n\n");

@@ -111,23 +111,28 @@ const OPENAI_RATE_MSG =
 const ANTHROPIC_RATE_MSG =
   "This request would exceed the rate limit for your organization of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later.";
 
+/** The same behavior on every provider's wire. */
+function everywhere(b: Behavior): Record<Provider, Behavior> {
+  return { anthropic: b, gemini: b, openai: b };
+}
+
 /** Every scenario of the corpus, in recording order. */
 export const SCENARIOS: Scenario[] = [
   {
     name: "ok",
     about: "a clean answer",
-    behavior: { anthropic: { kind: "ok" }, gemini: { kind: "ok" }, openai: { kind: "ok" } },
+    behavior: everywhere({ kind: "ok" }),
   },
   {
     name: "conn_refused",
     about: "nothing listens at the API address (connection refused)",
     refused: true,
-    behavior: { anthropic: { kind: "ok" }, gemini: { kind: "ok" }, openai: { kind: "ok" } },
+    behavior: everywhere({ kind: "ok" }),
   },
   {
     name: "no_answer",
     about: "the server accepts the request and never answers",
-    behavior: { anthropic: { kind: "hang" }, gemini: { kind: "hang" }, openai: { kind: "hang" } },
+    behavior: everywhere({ kind: "hang" }),
   },
   {
     name: "http_500",
@@ -370,52 +375,32 @@ export const SCENARIOS: Scenario[] = [
   {
     name: "stream_cut",
     about: "the answer's stream is cut by a closed socket",
-    behavior: { anthropic: { kind: "cut" }, gemini: { kind: "cut" }, openai: { kind: "cut" } },
+    behavior: everywhere({ kind: "cut" }),
   },
   {
     name: "stream_no_end",
     about: "the stream ends without its terminating event",
-    behavior: {
-      anthropic: { kind: "noend" },
-      gemini: { kind: "noend" },
-      openai: { kind: "noend" },
-    },
+    behavior: everywhere({ kind: "noend" }),
   },
   {
     name: "max_tokens",
     about: "the answer stops at the output-token limit",
-    behavior: {
-      anthropic: { kind: "max_tokens" },
-      gemini: { kind: "max_tokens" },
-      openai: { kind: "max_tokens" },
-    },
+    behavior: everywhere({ kind: "max_tokens" }),
   },
   {
     name: "refusal",
     about: "the model refuses to answer",
-    behavior: {
-      anthropic: { kind: "refusal" },
-      gemini: { kind: "refusal" },
-      openai: { kind: "refusal" },
-    },
+    behavior: everywhere({ kind: "refusal" }),
   },
   {
     name: "midstream_rate_limit",
     about: "an error event in the middle of the stream: rate limit",
-    behavior: {
-      anthropic: { kind: "midstream", error: "rate_limit" },
-      gemini: { kind: "midstream", error: "rate_limit" },
-      openai: { kind: "midstream", error: "rate_limit" },
-    },
+    behavior: everywhere({ kind: "midstream", error: "rate_limit" }),
   },
   {
     name: "midstream_overloaded",
     about: "an error event in the middle of the stream: overloaded",
-    behavior: {
-      anthropic: { kind: "midstream", error: "overloaded" },
-      gemini: { kind: "midstream", error: "overloaded" },
-      openai: { kind: "midstream", error: "overloaded" },
-    },
+    behavior: everywhere({ kind: "midstream", error: "overloaded" }),
   },
 ];
 
