@@ -12,7 +12,7 @@ import { ROOT } from "./helpers/cli.ts";
 import { readTranscript } from "./agents/transcript.ts";
 import { readExpected } from "./agents/expected.ts";
 import { type DocRow, renderTables, withTables } from "./agents/agents_doc.ts";
-import { corpusCases, PROFILE, replay } from "./agents/replay.ts";
+import { corpusCases, PROFILE, replay, type Replayed } from "./agents/replay.ts";
 import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { ensureBinary } from "./helpers/binary.ts";
@@ -75,6 +75,35 @@ function explainCategory(agent: string, error: string): string | null {
 }
 
 const cases = corpusCases();
+
+/** How many replays run at once: each is mostly waiting on its processes. */
+const WIDTH = 4;
+let replays: Map<string, Promise<Replayed>> | null = null;
+
+/**
+ * The replay of one corpus case. The first call starts replaying every case, WIDTH at a time
+ * and in corpus order, so a test mostly finds its replay done.
+ */
+function replayed(path: string): Promise<Replayed> {
+  if (replays === null) {
+    const started = new Map<string, Promise<Replayed>>();
+    const settle = new Map<string, (r: Promise<Replayed>) => void>();
+    for (const [, , p] of cases) started.set(p, new Promise((r) => settle.set(p, r)));
+    let next = 0;
+    const worker = async () => {
+      while (next < cases.length) {
+        const [agent, , p] = cases[next++];
+        const r = replay(agent, p);
+        settle.get(p)!(r);
+        await r.catch(() => {}); // its test reports the failure
+      }
+    };
+    for (let i = 0; i < WIDTH; i++) void worker();
+    replays = started;
+  }
+  return replays.get(path)!;
+}
+
 const DOC = join(ROOT, "docs", "AGENTS.md");
 /** The replayed fixtures, in corpus order, for the generated tables of docs/AGENTS.md. */
 const rows: DocRow[] = [];
@@ -89,7 +118,7 @@ describe("the real-agent corpus through turnguard proxy", () => {
       expect(existsSync(expectPath)).toBe(true);
       const want = readExpected(expectPath);
       const { events } = readTranscript(path);
-      const r = await replay(agent, path);
+      const r = await replayed(path);
       // Pass-through: the client got the agent's lines as recorded, byte for byte, except the
       // documented rewrite of a failed prompt's error (its Outcome added as `data.turnguard`).
       const recorded = events.filter((e) => e.dir === "a2c").map((e) => e.line);
