@@ -130,8 +130,7 @@ export function errorCause(
  * required" (claude-agent-acp sends it for a 401, a 403 and a region block alike, streaming
  * the API's words as a notice just before), and a bare "Internal error".
  */
-const WRAPPER_MESSAGE =
-  /^\s*(?:authentication required|internal error|error(?: -?\d+)?)\s*\.?\s*$/i;
+const WRAPPER_MESSAGE = /^\s*(?:authentication required|internal error|error(?: -?\d+)?)[\s.]*$/i;
 
 /** A stop reason an agent reported as a JSON-RPC error instead of a `stopReason`. */
 export type ErrorStop = "max_tokens" | "refusal";
