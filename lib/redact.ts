@@ -29,6 +29,12 @@ export function redactedMarker(kind: string): string {
 /** Not inside a longer word: the character before is no letter or digit. */
 const START = "(?<![A-Za-z0-9])";
 
+/**
+ * An optional quote around a name or value — also JSON-escaped (`\\"`), as in an error body
+ * quoted inside a log line. At most two characters: no backtracking to speak of.
+ */
+const QUOTE = `\\\\?["']?`;
+
 function rule(kind: string, source: string, flags = "g"): SecretRule {
   return { kind, pattern: new RegExp(source, flags), replace: redactedMarker(kind) };
 }
@@ -45,7 +51,7 @@ export const SECRET_RULES: readonly SecretRule[] = [
   {
     kind: "header",
     pattern: new RegExp(
-      `${START}((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-key)([ \\t]{0,8}[:=][ \\t]{0,8})(?:(?:bearer|basic|token)[ \\t]{1,8})?[^\\s"'\\\\,;]{4,}`,
+      `${START}((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-key)(${QUOTE}[ \\t]{0,8}[:=][ \\t]{0,8}${QUOTE})(?:(?:bearer|basic|token)[ \\t]{1,8})?[^\\s"'\\\\,;]{4,}`,
       "gi",
     ),
     replace: `$1$2${redactedMarker("header")}`,
@@ -66,7 +72,7 @@ export const SECRET_RULES: readonly SecretRule[] = [
   {
     kind: "secret",
     pattern: new RegExp(
-      `(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{0,40}?(?:api[_-]?key|apikey|secret|token|password|passwd|credentials?))(["']?[ \\t]{0,4}[:=][ \\t]{0,4}["']?)[^\\s"',;&<>\\[][^\\s"',;&<>]{3,}`,
+      `(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{0,40}?(?:api[_-]?key|apikey|secret|token|password|passwd|credentials?))(${QUOTE}[ \\t]{0,4}[:=][ \\t]{0,4}${QUOTE})[^\\s"',;&<>\\[\\\\][^\\s"',;&<>\\\\]{3,}`,
       "gi",
     ),
     replace: `$1$2${redactedMarker("secret")}`,

@@ -82,6 +82,24 @@ describe("redact: the secret corpus", () => {
     ["AWS AKIAABCDEFGHIJKLMNOP here", "AWS [REDACTED:aws] here"],
   ])("%s", (input, expected) => expect(redact(input)).toBe(expected));
 
+  test.each([
+    // A header as a JSON member, as agents log their request headers.
+    [`{"Authorization": "Basic ${body(24)}=="}`, '{"Authorization": "[REDACTED:header]"}'],
+    [`{"x-goog-api-key":"${body(32)}"}`, '{"x-goog-api-key":"[REDACTED:header]"}'],
+    // The same inside a JSON string (an error body quoted in a log line): escaped quotes.
+    [
+      `"body": "{\\"Authorization\\":\\"Basic ${body(24)}\\"}"`,
+      `"body": "{\\"Authorization\\":\\"[REDACTED:header]\\"}"`,
+    ],
+    [
+      `{\\"password\\":\\"${body(14)}\\",\\"n\\":1}`,
+      `{\\"password\\":\\"[REDACTED:secret]\\",\\"n\\":1}`,
+    ],
+  ])("JSON-shaped and JSON-escaped: %s", (input, expected) => {
+    expect(redact(input)).toBe(expected);
+    expect(redact(input)).not.toContain(body(12));
+  });
+
   test("ordinary text is left alone", () => {
     const plain = [
       "the task-manager finished 23 of 24 steps",
@@ -121,6 +139,8 @@ describe("redact and escapeControls: linear on pathological input", () => {
     ["hyphenated runs", "a-".repeat(MB / 2)],
     ["scheme character runs", "a+b:/".repeat(MB / 5)],
     ["user without password", "http://u:".repeat(MB / 9)],
+    ["escaped-quote headers without value", '\\"authorization\\":\\"'.repeat(MB / 20)],
+    ["escaped-quote secrets without value", '\\"secret\\": \\"'.repeat(MB / 14)],
     ["word runs of 40", ("x".repeat(40) + " ").repeat(MB / 41)],
     ["escape bytes", "\x1b[".repeat(MB / 2)],
     ["carriage returns", "\r".repeat(MB)],
@@ -151,5 +171,13 @@ describe("escapeControls", () => {
     );
     expect(escapeControls("one\r\ntwo\tthree\n")).toBe("one\r\ntwo\tthree\n");
     expect(escapeControls("over\rwrite")).toBe("over\\x0dwrite");
+  });
+
+  test("bidirectional overrides and isolates cannot reorder what is shown", () => {
+    expect(escapeControls("ok \u202eevil\u202c \u2066x\u2069 \u202a")).toBe(
+      "ok \\u202eevil\\u202c \\u2066x\\u2069 \\u202a",
+    );
+    // Ordinary right-to-left text and other Unicode stay as they are.
+    expect(escapeControls("שלום مرحبا – …")).toBe("שלום مرحبا – …");
   });
 });
