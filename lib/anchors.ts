@@ -79,6 +79,13 @@ export function tidyCause(raw: string, dewrap: "none" | "glog"): string {
   return capUtf8(dewrap === "glog" ? dewrapGlog(line) : line, MAX_CAUSE_BYTES);
 }
 
+/**
+ * The most characters of one input a declarative regex runs on. A user's regex may
+ * backtrack (`(?<cause>.*) failed$` is quadratic: about a minute on 256k spaces); on this
+ * head it costs milliseconds whatever the agent printed. A cause is in a line's head.
+ */
+export const REGEX_HEAD_CHARS = 8 * 1024;
+
 /** Compiles a declarative anchor into a plugin anchor (the same API user plugins use). */
 export function compileAnchor(decl: DeclarativeAnchor, origin?: string): Anchor {
   const flags = decl.ignore_case ? "i" : "";
@@ -96,7 +103,9 @@ export function compileAnchor(decl: DeclarativeAnchor, origin?: string): Anchor 
       const text = inputText(input);
       let raw: string | undefined;
       if (re) {
-        const m = re.exec(text);
+        const m = re.exec(
+          text.length > REGEX_HEAD_CHARS ? text.slice(0, REGEX_HEAD_CHARS) : text,
+        );
         if (!m) return null;
         raw = m.groups?.cause ?? text.slice(m.index);
       } else if (literal !== undefined) {

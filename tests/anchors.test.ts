@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import * as v from "valibot";
-import { compileAnchor, DeclarativeAnchorSchema, findCause } from "../lib/anchors.ts";
+import {
+  compileAnchor,
+  DeclarativeAnchorSchema,
+  findCause,
+  REGEX_HEAD_CHARS,
+} from "../lib/anchors.ts";
 import { classify } from "../lib/classify.ts";
 import { embeddedConfig, mergeConfigs } from "../lib/config.ts";
 import { AnchorSchema, type LoadedAnchor } from "../lib/plugin.ts";
@@ -81,6 +86,27 @@ describe("declarative anchors", () => {
     expect(finding?.hit.cause.startsWith("BOOM: é")).toBe(true);
     expect(utf8Length(finding!.hit.cause)).toBeLessThanOrEqual(500);
   });
+  test(
+    "a user's backtracking regex runs on a bounded head: long agent text cannot stall it",
+    () => {
+      // `.* failed$` is what a user writes; on 256k spaces it backtracks quadratically
+      // (about a minute on the whole classified head).
+      const a = decl({ id: "x.slow", regex: "(?<cause>.*) failed$", category: "crash" });
+      const spaces = " ".repeat(256 * 1024);
+      const start = performance.now();
+      for (const input of [...log(spaces), { kind: "text" as const, text: spaces }]) {
+        expect(findCause([a], [input]).finding).toBeNull();
+      }
+      // Generous: a bounded head takes milliseconds; the whole text, close to a minute.
+      expect(performance.now() - start).toBeLessThan(4_000);
+      // A cause in the head still matches, whatever follows it.
+      const hit = findCause([a], log("worker failed")).finding?.hit;
+      expect(hit?.cause).toBe("worker");
+      // Past the head, a regex finds nothing (a literal anchor still sees the whole head).
+      expect(findCause([a], log("x".repeat(REGEX_HEAD_CHARS) + " failed")).finding).toBeNull();
+    },
+    120_000,
+  );
   test("exactly one of literal or regex; invalid regex rejected", () => {
     expect(v.safeParse(DeclarativeAnchorSchema, { id: "a" }).success).toBe(false);
     expect(v.safeParse(DeclarativeAnchorSchema, { id: "a", literal: "x", regex: "y" }).success)
