@@ -21,12 +21,30 @@ export const PRIVATE_FILE_MODE = 0o600;
 /** Mode of the directories turnguard creates for them. */
 export const PRIVATE_DIR_MODE = 0o700;
 
-/** A path turnguard will not write or read: what it is instead of a regular file. */
+/**
+ * A path turnguard will not write or read: what it is instead of a regular file (or, for a
+ * file it writes, whose it is instead of this user's).
+ */
 export class NotRegularFileError extends Error {
-  constructor(readonly path: string, readonly what: string) {
-    super(`${path} is ${what}, not a regular file`);
+  constructor(readonly path: string, readonly what: string, why = "not a regular file") {
+    super(`${path} is ${what}, ${why}`);
     this.name = "NotRegularFileError";
   }
+}
+
+/**
+ * The owner of an existing file turnguard would append its records to, when that is
+ * another user: a journal planted in a shared directory (`/tmp`) by someone else would let
+ * them read every turn and forge records. Null when it is this user's (or uids are unknown).
+ */
+export function foreignOwner(st: Stats): string | null {
+  const uid = process.getuid?.();
+  return uid === undefined || st.uid === uid ? null : `owned by uid ${st.uid}`;
+}
+
+/** The error for a file another user owns (see foreignOwner). */
+function notOwnError(path: string, owner: string): NotRegularFileError {
+  return new NotRegularFileError(path, owner, "not by this user");
 }
 
 /** What a non-regular file is, in words. */
@@ -52,8 +70,11 @@ function openProblem(path: string, err: unknown): string | null {
   }
 }
 
-/** Returns `fd` when it is a regular file; otherwise closes it and throws. */
-function regularOnly(fd: number, path: string): number {
+/**
+ * Returns `fd` when it is a regular file (and, when `ownOnly`, this user's); otherwise
+ * closes it and throws.
+ */
+function regularOnly(fd: number, path: string, ownOnly = false): number {
   let st: Stats;
   try {
     st = fstatSync(fd);
@@ -65,13 +86,18 @@ function regularOnly(fd: number, path: string): number {
     closeSync(fd);
     throw new NotRegularFileError(path, fileKind(st));
   }
+  const owner = ownOnly ? foreignOwner(st) : null;
+  if (owner) {
+    closeSync(fd);
+    throw notOwnError(path, owner);
+  }
   return fd;
 }
 
 /**
  * Opens `path` for appending, creating it 0600 (and its directory 0700 when `makeDir`).
  * Throws NotRegularFileError for a symlink, FIFO, directory, socket or device at the path,
- * and the file system's error otherwise; never blocks.
+ * or a file another user owns, and the file system's error otherwise; never blocks.
  */
 export function openPrivateAppend(path: string, makeDir = false): number {
   if (makeDir) mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -85,7 +111,7 @@ export function openPrivateAppend(path: string, makeDir = false): number {
     if (what) throw new NotRegularFileError(path, what);
     throw err;
   }
-  return regularOnly(fd, path);
+  return regularOnly(fd, path, true);
 }
 
 /** Opens `path` for reading without blocking; throws NotRegularFileError unless a file. */

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  chownSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -95,6 +96,18 @@ const PLANTS: [string, (path: string, dir: string) => void, string][] = [
     (p, dir) => symlinkSync(join(dir, "elsewhere"), p),
     "a symbolic link",
   ],
+  // A file someone else planted in a shared directory: they would read every turn and
+  // forge records. Handing a file to another user takes root.
+  ...(process.getuid?.() === 0
+    ? [[
+      "a file another user owns",
+      (p: string) => {
+        writeFileSync(p, "planted\n", { mode: 0o666 });
+        chownSync(p, 65534, 65534);
+      },
+      "is owned by uid 65534, not by this user",
+    ] as [string, (path: string, dir: string) => void, string]]
+    : []),
 ];
 
 describe("non-regular files where turnguard writes: refused, one line, the turn goes on", () => {
@@ -114,6 +127,7 @@ describe("non-regular files where turnguard writes: refused, one line, the turn 
         expect(readFileSync(join(dir, "target"), "utf8")).toBe("precious\n");
       }
       expect(existsSync(join(dir, "elsewhere"))).toBe(false);
+      if (words.includes("owned")) expect(readFileSync(path, "utf8")).toBe("planted\n");
     });
 
     test(`${what} as --outcome-file`, async () => {
@@ -134,6 +148,7 @@ describe("non-regular files where turnguard writes: refused, one line, the turn 
         expect(readFileSync(join(dir, "target"), "utf8")).toBe("precious\n");
       }
       expect(existsSync(join(dir, "elsewhere"))).toBe(false);
+      if (words.includes("owned")) expect(readFileSync(path, "utf8")).toBe("planted\n");
     });
   }
 

@@ -5,7 +5,7 @@
 import { lstatSync, type Stats } from "node:fs";
 import { UsageError } from "../errors.ts";
 import { journalPath } from "../journal/files.ts";
-import { fileKind } from "../private_file.ts";
+import { fileKind, foreignOwner } from "../private_file.ts";
 import { JournalWriter } from "../journal/writer.ts";
 import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry_policy.ts";
 import { RetryWaits } from "../retry_waits.ts";
@@ -106,6 +106,11 @@ export function journalTarget(
     warn(
       `turnguard: journal ${path} is ${fileKind(st)}, not a regular file; turns are not journaled`,
     );
+    return null;
+  }
+  const owner = st && foreignOwner(st);
+  if (owner) {
+    warn(`turnguard: journal ${path} is ${owner}, not by this user; turns are not journaled`);
     return null;
   }
   return path;
