@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JournalWriter } from "../lib/journal/writer.ts";
@@ -239,5 +239,23 @@ describe("terminal control sequences in agent text", () => {
     expect(log.stdout).not.toMatch(CONTROLS);
     const json = await runProcess([binary, "wait", "ctl", "--json"], { env: e });
     expect(JSON.parse(json.stdout).reply).toBe(evil);
+  });
+
+  test("scan and explain escape them in the log lines they quote", async () => {
+    const log = join(dir, "ctl.log");
+    writeFileSync(
+      log,
+      "E1130 10:00:00.000000 1 log.go:398] agent executor error: RESOURCE_EXHAUSTED " +
+        "(code 429) \x1b]0;pwned\x07 \x1b[2J\u202eevil\n",
+    );
+    for (
+      const args of [["scan", log], ["explain", "--kind", "log", readFileSync(log, "utf8")]]
+    ) {
+      const r = await runProcess([binary, ...args], { env });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("RESOURCE_EXHAUSTED (code 429) \\x1b]0;pwned\\x07");
+      expect(r.stdout + r.stderr).not.toMatch(CONTROLS);
+      expect(r.stdout).not.toContain("\u202e");
+    }
   });
 });

@@ -16,8 +16,8 @@ import { loadRegistry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS } from "./scan.ts";
 import { stdout } from "../stdio.ts";
-import { warnLine } from "../output.ts";
-import { redact, redactedJson } from "../redact.ts";
+import { warnLine, writeShown } from "../output.ts";
+import { redactedJson } from "../redact.ts";
 
 /** The explanation as text, one line per anchor. */
 export function formatExplanation(
@@ -116,7 +116,7 @@ export async function explainCommand(argv: string[]): Promise<number> {
       }) + "\n",
     );
   } else {
-    void stdout.write(redact(formatExplanation(e, classified)));
+    writeShown(formatExplanation(e, classified));
     for (const d of diagnostics) warnLine(`turnguard: ${d}`);
   }
   return e.winner ? 0 : 1;

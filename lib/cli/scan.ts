@@ -19,8 +19,8 @@ import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry, profileAnchors, type Registry, requireProfile } from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { stdout } from "../stdio.ts";
-import { warnLine } from "../output.ts";
-import { redact, redactedJson } from "../redact.ts";
+import { warnLine, writeShown } from "../output.ts";
+import { redactedJson } from "../redact.ts";
 
 /** How the lines of a file are read as anchor inputs. */
 export const INPUT_KINDS = ["auto", "log", "text", "error"] as const;
@@ -200,7 +200,7 @@ export async function scanCommand(argv: string[]): Promise<number> {
         );
       }
     });
-    void stdout.write(redact(lines.join("")));
+    writeShown(lines.join(""));
     for (const d of diagnostics) warnLine(`turnguard: ${d}`);
     if (findings.length === 0) warnLine("turnguard: scan: no anchor matched");
   }
