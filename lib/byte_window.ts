@@ -12,6 +12,12 @@ export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
   return all;
 }
 
+/** A byte a key or token is made of (letters, digits, `-_+/=.~`). */
+function isTokenByte(byte: number): boolean {
+  return (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) ||
+    (byte >= 0x61 && byte <= 0x7a) || "-_+/=.~".includes(String.fromCharCode(byte));
+}
+
 /** Keeps the last `limit` bytes pushed into it. */
 export class Tail {
   #chunks: Uint8Array[] = [];
@@ -25,10 +31,20 @@ export class Tail {
       this.#size -= this.#chunks.shift()!.length;
     }
   }
-  /** The kept bytes as text, starting at the first whole character within the limit. */
+  /**
+   * The kept bytes as text, starting at the first whole character within the limit. When
+   * the cut falls inside a run of token characters, the rest of that run is dropped too
+   * (unless it is all there is): the tail of a key alone matches no redaction shape
+   * (lib/redact.ts).
+   */
   text(): string {
     const all = concatBytes(this.#chunks);
     let start = Math.max(0, all.length - this.limit);
+    if (start > 0 && isTokenByte(all[start - 1])) {
+      let end = start;
+      while (end < all.length && isTokenByte(all[end])) end++;
+      if (end < all.length) start = end;
+    }
     while (start < all.length && (all[start] & 0xc0) === 0x80) start++;
     return new TextDecoder().decode(all.subarray(start));
   }

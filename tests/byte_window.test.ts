@@ -10,6 +10,27 @@ describe("Tail", () => {
     // bytes: a b c C3 A9 E2 82 AC 78 → last 5 = A9 E2 82 AC 78 → starts mid-é: skip A9
     expect(t.text()).toBe("€x");
   });
+  test("a word cut by the window is dropped: a key's tail never stands alone", () => {
+    // The window starts inside a key: its suffix would escape every redaction shape.
+    const key = "sk-ant-api03-" + "Zq7Xw2Lm9Pk4Rt6Yv1Hn8Bc3".repeat(3);
+    const t = new Tail(60);
+    t.push(enc(`error: 401 for key ${key} rejected\nquota exceeded`));
+    expect(t.text()).toBe(" rejected\nquota exceeded");
+    // Whole words are kept when nothing was dropped, and a window that is one cut word
+    // is kept as it is (it is all there is).
+    const whole = new Tail(60);
+    whole.push(enc("a b"));
+    expect(whole.text()).toBe("a b");
+    const boundary = new Tail(5);
+    boundary.push(enc("cut here"));
+    expect(boundary.text()).toBe(" here"); // the cut fell between words: nothing dropped
+    const json = new Tail(20);
+    json.push(enc('{"k":"sk-abcdefghijkl","n":1}'));
+    expect(json.text()).toBe('","n":1}');
+    const word = new Tail(4);
+    word.push(enc("abcdef"));
+    expect(word.text()).toBe("cdef");
+  });
   test("a single chunk larger than the limit is cut to the limit", () => {
     const t = new Tail(3);
     t.push(enc("abcdef"));
