@@ -25,3 +25,17 @@ export function escapeControls(text: string): string {
       : `\\x${code.toString(16).padStart(2, "0")}`;
   });
 }
+
+/**
+ * What `JSON.stringify` leaves raw that a terminal may act on: DEL, C1 controls, the
+ * bidirectional controls, and the line and paragraph separators.
+ */
+const RAW_IN_JSON = /[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * JSON text with those characters written as `\uHHHH` escapes: the same JSON value, safe
+ * to show (`--json` output read on a terminal, `cat` of the journal).
+ */
+export function escapeJsonControls(json: string): string {
+  return json.replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}

@@ -13,6 +13,8 @@
  * of token characters that a successful match then consumes.
  */
 
+import { escapeJsonControls } from "./control_chars.ts";
+
 /** One secret shape: what it is, and the pattern that finds it. */
 export interface SecretRule {
   kind: string;
@@ -97,11 +99,14 @@ export function redact(text: string): string {
   return out;
 }
 
-/** `JSON.stringify` with every string value redacted (keys and structure are kept). */
+/**
+ * `JSON.stringify` with every string value redacted (keys and structure are kept), and
+ * the control characters it leaves raw escaped (lib/control_chars.ts).
+ */
 export function redactedJson(value: unknown, space?: number): string {
-  return JSON.stringify(
+  return escapeJsonControls(JSON.stringify(
     value,
     (_key, v) => typeof v === "string" ? redact(v) : v,
     space,
-  );
+  ));
 }

@@ -218,7 +218,7 @@ describe("terminal control sequences in agent text", () => {
     });
     const key = { session: "s-ctl", turn: 1 };
     recorder.started(key, { mode: "run", agent: "fake", promptId: null });
-    const evil = "ok\x1b]0;pwned\x07 \x1b[2J\x9b31m line\rover\r\nend\ttab\n";
+    const evil = "ok\x1b]0;pwned\x07 \x1b[2J\x9b31m line\rover\r\nend\ttab\n\u202eevil\x7f";
     recorder.ended(
       key,
       0,
@@ -239,6 +239,9 @@ describe("terminal control sequences in agent text", () => {
     expect(log.stdout).not.toMatch(CONTROLS);
     const json = await runProcess([binary, "wait", "ctl", "--json"], { env: e });
     expect(JSON.parse(json.stdout).reply).toBe(evil);
+    // JSON.stringify leaves DEL, C1 and bidirectional controls raw: they are \u-escaped.
+    expect(json.stdout).not.toMatch(/[\x7f-\x9f\u202a-\u202e\u2066-\u2069]/);
+    expect(json.stdout).toContain("\\u009b31m");
   });
 
   test("scan and explain escape them in the log lines they quote", async () => {
