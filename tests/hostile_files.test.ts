@@ -413,4 +413,31 @@ exit 0
     expect(pass.stdout).toContain(TOKEN);
     clean(pass.stderr);
   });
+
+  test("a key split across the agent's writes is redacted whole", async () => {
+    // Each stream gets the key in two writes 300 ms apart: two chunks for turnguard.
+    const split = join(dir, "split.sh");
+    const half = (k: string) => [k.slice(0, 20), k.slice(20)];
+    const [k1, k2] = half(KEY);
+    const [g1, g2] = half(GKEY);
+    writeFileSync(
+      split,
+      `#!/bin/sh
+printf 'error: 401 key ${k1}' >&2; sleep 0.3; printf '${k2} rejected\\n' >&2
+printf 'reply with ${g1}'; sleep 0.3; printf '${g2}\\n'
+exit 1
+`,
+    );
+    chmodSync(split, 0o755);
+    const journal = join(dir, "journal3.jsonl");
+    const r = await tg(
+      ["run", "--outcome-json", "--", split],
+      homeEnv(dir, { TURNGUARD_JOURNAL: journal }),
+    );
+    const outcome = JSON.parse(r.stdout);
+    expect(outcome.error.message).toBe("error: 401 key [REDACTED:anthropic] rejected");
+    expect(outcome.reply.text).toBe("reply with [REDACTED:google]\n");
+    clean(r.stdout);
+    clean(readFileSync(journal, "utf8"));
+  });
 });
