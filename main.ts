@@ -4,7 +4,8 @@
  * on stderr and a distinct exit code.
  */
 import { EXIT, TurnguardError } from "./lib/errors.ts";
-import { HELP, VERSION } from "./lib/cli/help.ts";
+import { closestName, HelpRequest } from "./lib/cli/args.ts";
+import { HELP, versionLine } from "./lib/cli/help.ts";
 import { stdioIdle, stdout } from "./lib/stdio.ts";
 import { dirVarProblems } from "./lib/env_dirs.ts";
 import { warnLine } from "./lib/output.ts";
@@ -25,7 +26,15 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   scan: async () => (await import("./lib/cli/scan.ts")).scanCommand,
   check: async () => (await import("./lib/cli/check.ts")).checkCommand,
   explain: async () => (await import("./lib/cli/explain.ts")).explainCommand,
+  types: async () => (await import("./lib/cli/types.ts")).typesCommand,
+  completions: async () => (await import("./lib/cli/completions.ts")).completionsCommand,
 };
+
+/**
+ * The wrappers: their own usage and config errors exit 125, as env, timeout and nice do,
+ * so that they are never taken for the agent's exit status.
+ */
+const WRAPPERS = new Set(["run", "proxy"]);
 
 /** Runs turnguard with `argv` (without the program name) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -34,21 +43,31 @@ export async function main(argv: string[]): Promise<number> {
     void stdout.write(HELP);
     return name === undefined ? EXIT.usage : 0;
   }
-  if (name === "--version" || name === "version") {
-    void stdout.write(`turnguard ${VERSION}\n`);
+  if (name === "--version" || name === "-V" || name === "version") {
+    void stdout.write(versionLine() + "\n");
     return 0;
   }
   for (const problem of dirVarProblems(process.env)) warnLine(`turnguard: ${problem}`);
   const command = COMMANDS[name];
   try {
     if (!command) {
-      throw new TurnguardError(`unknown command "${name}" (see turnguard --help)`, EXIT.usage);
+      const near = closestName(name, Object.keys(COMMANDS));
+      throw new TurnguardError(
+        `unknown command "${name}"${near ? `; did you mean ${near}?` : ""} ` +
+          `(see turnguard --help)`,
+        EXIT.usage,
+      );
     }
     return await (await command())(rest);
   } catch (err) {
+    if (err instanceof HelpRequest) {
+      const { COMMAND_HELP, formatCommandHelp } = await import("./lib/cli/command_help.ts");
+      void stdout.write(formatCommandHelp(err.subcommand, COMMAND_HELP[err.subcommand]));
+      return 0;
+    }
     if (err instanceof TurnguardError) {
       warnLine(`turnguard: ${err.message}`);
-      return err.exitCode;
+      return err.exitCode === EXIT.usage && WRAPPERS.has(name) ? EXIT.wrapperUsage : err.exitCode;
     }
     throw err;
   }

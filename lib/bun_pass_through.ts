@@ -9,7 +9,7 @@
  * nothing moves for STREAM_GRACE_MS while no write waits on a slow reader.
  */
 import { bun, type BunSubprocess } from "./bun_api.ts";
-import { forwardSignals, ownGroup, stopGroupOnExit } from "./signals.ts";
+import { forwardSignals, ownGroup, type Signallable, stopGroupOnExit } from "./signals.ts";
 import type { StdStream } from "./stdio.ts";
 
 /** After the agent exits, how long its stdio may stay open (held by its own children). */
@@ -25,6 +25,8 @@ export interface PassThroughTaps {
   readerGone(): void;
   /** A forwarded signal arrived (the turn counts as cancelled). */
   signalled(): void;
+  /** The agent started (`run --timeout` arms its deadline on it). */
+  spawned?(child: Signallable): void;
 }
 
 /** How the agent ended; `error` (and no pid) when it could not be started. */
@@ -113,6 +115,7 @@ export async function bunPassThrough(
   } catch (err) {
     return { pid: undefined, code: null, signal: null, error: err as Error };
   }
+  taps.spawned?.(child);
   const stopForwarding = forwardSignals(child, () => taps.signalled());
   const stopGroup = stopGroupOnExit(child);
   let gone = false;

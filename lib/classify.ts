@@ -3,6 +3,7 @@
  * recovers, a retry hint. Pure: anchors and the clock are passed in.
  */
 import { findCause } from "./anchors.ts";
+import type { Cause } from "./decide.ts";
 import type { Category, RetryHint } from "./outcome.ts";
 import type { AnchorHit, LoadedAnchor } from "./plugin.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
@@ -86,4 +87,17 @@ export function retryReason(category: Category, afterMs: number | null): string 
 /** A usable delay (finite, not negative), or null. */
 function finiteOrNull(ms: number | undefined): number | null {
   return ms !== undefined && Number.isFinite(ms) && ms >= 0 ? ms : null;
+}
+
+/** The cause of a turn turnguard cut short (proxy: silence; run: `--timeout`). */
+export function timeoutCause(message: string): Cause {
+  return {
+    error: { code: null, message, category: "timeout", anchor: null, source: null },
+    retry: {
+      retryable: isRetryable("timeout", null),
+      reason: retryReason("timeout", null),
+      afterMs: null,
+      at: null,
+    },
+  };
 }

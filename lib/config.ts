@@ -128,8 +128,8 @@ function keyLine(file: ParsedConfigFile, path: readonly KeyStep[]): number | nul
 
 /**
  * Which user config file applies: `--config`, else `$TURNGUARD_CONFIG`, else
- * `$XDG_CONFIG_HOME/turnguard/anchors.toml` (`$HOME/.config` by default) when it exists;
- * a relative `XDG_CONFIG_HOME` or `HOME` is ignored.
+ * `$XDG_CONFIG_HOME/turnguard/turnguard.toml` (`$HOME/.config` by default; `anchors.toml` is
+ * accepted as an alias) when it exists; a relative `XDG_CONFIG_HOME` or `HOME` is ignored.
  * An explicitly named file that does not exist is an error.
  */
 export function userConfigPath(
@@ -144,9 +144,13 @@ export function userConfigPath(
   const home = homeDir(env, () => null);
   const xdg = absoluteDir(env, "XDG_CONFIG_HOME") ?? (home ? join(home, ".config") : null);
   if (!xdg) return null;
-  const path = join(xdg, "turnguard", "anchors.toml");
-  return existsSync(path) ? path : null;
+  // turnguard.toml is the documented name; anchors.toml, its earlier name, is an alias.
+  // When both exist, turnguard.toml wins and anchors.toml is not read.
+  return USER_CONFIG_NAMES.map((name) => join(xdg, "turnguard", name)).find(existsSync) ?? null;
 }
+
+/** The user config's file names in `$XDG_CONFIG_HOME/turnguard/`, the first found wins. */
+export const USER_CONFIG_NAMES = ["turnguard.toml", "anchors.toml"] as const;
 
 /** A code plugin named by a config file, resolved against that file's directory. */
 export interface PluginRef {

@@ -6,6 +6,10 @@ export const EXIT = {
   failed: 1,
   /** Bad command line or bad configuration: nothing was run. */
   usage: 2,
+  /** `run --timeout` expired (as timeout(1) exits). */
+  timeout: 124,
+  /** A wrapper's (run, proxy) own usage or config error, as env, timeout and nice exit. */
+  wrapperUsage: 125,
   /** The agent command exists but cannot be executed. */
   notExecutable: 126,
   /** The agent command was not found. */
@@ -48,18 +52,4 @@ export class SpawnError extends TurnguardError {}
 /** A one-line text for any thrown value. */
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/**
- * Why a command could not be started, and the exit code that says so, the shell's way:
- * 127 `command not found`, 126 `cannot execute (EACCES)`.
- */
-export function spawnProblem(command: string, err: unknown): { exitCode: number; message: string } {
-  const code = (err as NodeJS.ErrnoException)?.code;
-  return code === "ENOENT"
-    ? { exitCode: EXIT.notFound, message: `${command}: command not found` }
-    : {
-      exitCode: EXIT.notExecutable,
-      message: `${command}: cannot execute (${code ?? errorText(err)})`,
-    };
 }

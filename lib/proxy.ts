@@ -9,7 +9,9 @@
 import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import { errorText, spawnProblem } from "./errors.ts";
+import { errorText } from "./errors.ts";
+import { commandProblem } from "./spawn_problem.ts";
+import { answerUnstarted } from "./acp/unstarted.ts";
 import { concludeTurn, type Conclusion, exitMessage, type TurnEnd } from "./acp/conclude.ts";
 import {
   encodeLine,
@@ -128,6 +130,8 @@ export interface ProxyOptions extends AgentLaunch {
   verbose?: boolean;
   now?: () => number;
   fs?: LogFs;
+  /** When the agent cannot start: how long to wait for the client's first request. */
+  firstRequestWaitMs?: number;
   /** Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the agent (off in in-process tests). */
   forwardSignals?: boolean;
 }
@@ -246,7 +250,7 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
     });
   } catch (err) {
     forwarding.stop();
-    return spawnFailure(opts.command, err);
+    return await spawnFailure(opts, err);
   }
   forwarding.attach(child);
   const stopEarly = forwarding.stop;
@@ -256,15 +260,23 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
   });
   if (started) {
     stopEarly();
-    return spawnFailure(opts.command, started);
+    return await spawnFailure(opts, started);
   }
   // The early forwarding stops only once the proxy's own is in place: no gap in which a
   // signal would kill turnguard and leave the agent behind.
   return await new Proxy(opts, child, early).run(stopEarly);
 }
 
-function spawnFailure(command: string, err: unknown): ProxyResult {
-  const { exitCode, message } = spawnProblem(command, err);
+/** The agent did not start: the client's first requests get the reason (acp/unstarted.ts). */
+async function spawnFailure(opts: ProxyOptions, err: unknown): Promise<ProxyResult> {
+  const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
+  await answerUnstarted({
+    input: opts.input,
+    output: opts.output,
+    message: `turnguard: the agent could not be started: ${message}`,
+    exitCode,
+    waitMs: opts.firstRequestWaitMs,
+  });
   return { exitCode, spawnError: message };
 }
 

@@ -4,18 +4,26 @@
  */
 import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import { classify } from "./classify.ts";
+import { classify, timeoutCause } from "./classify.ts";
 import type { Profile } from "./config.ts";
 import { type Cause, decide, type TurnFacts } from "./decide.ts";
 import { buildOutcome } from "./emit.ts";
-import { EXIT, spawnProblem } from "./errors.ts";
+import { EXIT } from "./errors.ts";
+import { commandProblem } from "./spawn_problem.ts";
 import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import type { LoadedAnchor } from "./plugin.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
-import { forwardSignals, killGroup, ownGroup, signalExitCode, stopGroupOnExit } from "./signals.ts";
-import { capUtf8, lastLines } from "./text.ts";
+import {
+  forwardSignals,
+  killGroup,
+  ownGroup,
+  signalExitCode,
+  type Signallable,
+  stopGroupOnExit,
+} from "./signals.ts";
+import { capUtf8, formatDuration, lastLines } from "./text.ts";
 import { Head, Tail } from "./byte_window.ts";
 import { bun } from "./bun_api.ts";
 import {
@@ -62,7 +70,12 @@ export interface RunOptions extends AgentLaunch {
   now?: () => number;
   fs?: LogFs;
   turn?: number;
+  /** `--timeout`: the agent is stopped after this long (SIGTERM, then SIGKILL). */
+  timeoutMs?: number | null;
 }
+
+/** After `--timeout`'s SIGTERM, how long the agent has to exit before SIGKILL. */
+export const TIMEOUT_KILL_GRACE_MS = 5000;
 
 /** The result of one run: its Outcome and the exit code turnguard should exit with. */
 export interface RunResult {
@@ -191,6 +204,8 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const snapshot = snapshotProfileLogs(opts.profile, opts.env, now(), opts.fs);
   const startedAt = now();
   let cancelled = false;
+  // Armed once the agent started (the `spawned` tap); typed so that the closure may set it.
+  let deadline = null as Deadline | null;
   const stderrTail = new Tail(STDERR_TAIL_BYTES);
   const kept = new Head(opts.captureStdout ? REPLY_CAPTURE_BYTES : REPLY_TEXT_BYTES);
   let outBytes = 0;
@@ -214,10 +229,14 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     signalled: () => {
       cancelled = true;
     },
+    spawned: (child: Signallable) => {
+      if (opts.timeoutMs) deadline = stopAfter(child, opts.timeoutMs);
+    },
   };
   const exit = bun && opts.stdout instanceof StdStream && opts.stderr instanceof StdStream
     ? await bunPassThrough(opts, opts.captureStdout ? null : opts.stdout, opts.stderr, taps)
     : await nodePassThrough(opts, taps);
+  deadline?.clear();
   chars += decoder.decode().length;
   const endedAt = now();
 
@@ -251,7 +270,9 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     // Whitespace alone is no answer: a swallowed failure behind a lone newline still shows.
     output: meaningful ? outBytes : 0,
     logCause: log.cause,
-    timeout: null,
+    timeout: deadline?.expired()
+      ? timeoutCause(`turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)`)
+      : null,
   };
   const decision = decide(facts);
   if (opts.captureStdout && kept.truncated) {
@@ -273,7 +294,8 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     diagnostics,
   }, decision);
   let exitCode = 0;
-  if (exit.signal !== null) exitCode = signalExitCode(exit.signal);
+  if (deadline?.expired()) exitCode = EXIT.timeout;
+  else if (exit.signal !== null) exitCode = signalExitCode(exit.signal);
   else if (exit.code !== null && exit.code !== 0) exitCode = exit.code;
   else if (decision.status === "failed") exitCode = EXIT.failed;
   return {
@@ -299,6 +321,7 @@ async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise
     cwd: opts.cwd,
     detached: ownGroup(),
   });
+  if (child.pid !== undefined) taps.spawned?.(child);
   const stopForwarding = forwardSignals(child, taps.signalled);
   const stopGroup = stopGroupOnExit(child);
   if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
@@ -308,6 +331,36 @@ async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise
   stopForwarding();
   stopGroup();
   return { pid: child.pid, ...exit };
+}
+
+/** `run --timeout` on one agent: whether it expired, and its clean-up. */
+interface Deadline {
+  expired(): boolean;
+  clear(): void;
+}
+
+/**
+ * Stops `child` once `ms` have passed: SIGTERM, then SIGKILL if it is still there
+ * TIMEOUT_KILL_GRACE_MS later (the way timeout(1) does with --kill-after) — to its process
+ * group when it leads one, so the agent's own children stop with it.
+ */
+function stopAfter(child: Signallable, ms: number): Deadline {
+  let expired = false;
+  let kill: ReturnType<typeof setTimeout> | undefined;
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const term = setTimeout(() => {
+    if (!alive()) return;
+    expired = true;
+    killGroup(child, "SIGTERM");
+    kill = setTimeout(() => alive() && killGroup(child, "SIGKILL"), TIMEOUT_KILL_GRACE_MS);
+  }, ms);
+  return {
+    expired: () => expired,
+    clear: () => {
+      clearTimeout(term);
+      clearTimeout(kill);
+    },
+  };
 }
 
 /** Whether a chunk holds anything but ASCII white space. */
@@ -323,7 +376,7 @@ function spawnFailure(
   endedAt: number,
   diagnostics: string[],
 ): RunResult {
-  const { exitCode, message } = spawnProblem(opts.command, err);
+  const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
   const decision = {
     status: "failed" as const,
     error: { code: exitCode, message, category: "crash" as const, anchor: null, source: null },

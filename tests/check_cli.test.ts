@@ -27,8 +27,20 @@ const config = (name: string, text: string) => {
 };
 
 describe("turnguard check", () => {
-  test("prints the active anchors per profile and exits 0", async () => {
+  test("prints a short summary by default, one line per profile, and exits 0", async () => {
     const r = await tg(["check"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe("config: <embedded anchors.toml>");
+    expect(lines[2]).toMatch(/^profile agy — matches agy, antigravity: \d+ anchor\(s\)$/);
+    expect(lines.some((l) => l.startsWith("    "))).toBe(false);
+    expect(lines.at(-1)).toEndWith("0 code plugin file(s) (--verbose lists them)");
+    expect(lines.length).toBe(8);
+  });
+
+  test("--verbose prints the active anchors per profile and exits 0", async () => {
+    const r = await tg(["check", "--verbose"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
     const lines = r.stdout.trimEnd().split("\n");
@@ -147,7 +159,11 @@ describe("check sees what the proxy would reject", () => {
       "--",
       "true",
     ]);
-    expect({ stdout: p.stdout, stderr: p.stderr, code: p.code }).toEqual(expected);
+    // ...as its own config error: 125, the wrappers' code, where check says 2.
+    expect({ stdout: p.stdout, stderr: p.stderr, code: p.code }).toEqual({
+      ...expected,
+      code: 125,
+    });
   });
 
   test("an anchors pattern that matches no anchor is a warning, not an error", async () => {

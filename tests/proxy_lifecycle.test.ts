@@ -311,7 +311,7 @@ describe("start-up failures", () => {
     const r = run(s, ["--", file]);
     expect([r.status, r.stderr]).toEqual([
       126,
-      `turnguard: proxy: ${file}: cannot execute (EACCES)\n`,
+      `turnguard: proxy: ${file}: cannot execute: ${file} is not executable (permission denied)\n`,
     ]);
   });
 
@@ -334,7 +334,7 @@ describe("start-up failures", () => {
     test(`usage error: ${args.join(" ") || "(no command)"}`, () => {
       const s = scratch();
       const r = run(s, [...args]);
-      expect(r.status).toBe(2);
+      expect(r.status).toBe(125);
       expect(r.stdout).toBe("");
       expect(r.stderr).toStartWith(`turnguard: ${message}`);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -345,7 +345,7 @@ describe("start-up failures", () => {
     const s = scratch();
     const r = run(s, ["--outcome-file", join(s.dir, "missing", "o.jsonl"), "--", "cat"]);
     expect([r.status, r.stderr]).toEqual([
-      2,
+      125,
       `turnguard: --outcome-file ${
         join(s.dir, "missing", "o.jsonl")
       }: cannot open for appending (ENOENT)\n`,

@@ -165,7 +165,7 @@ describe("publish fallback through the proxy", () => {
   test("a bad --var is a usage error before the agent starts", async () => {
     const s = scratch();
     const p = proxy(s, ["--publish-fallback", "--var", "oops"]);
-    expect(await p.exited).toEqual({ code: 2, signal: null });
+    expect(await p.exited).toEqual({ code: 125, signal: null });
     expect(p.stderr()).toBe(
       'turnguard: --var: expected NAME=VALUE with NAME of letters, digits and _, got "oops"\n',
     );

@@ -279,20 +279,20 @@ describe("signals and exit codes", () => {
   });
 });
 
-describe("usage and config errors exit 2 before any agent starts", () => {
+describe("usage and config errors exit 125 (as env and timeout do) before any agent starts", () => {
   test("unknown flag", async () => {
     const r = await turnguard(["run", "--bogus", "--", "true"], { env: env() });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toBe("turnguard: run: Unknown option '--bogus'\n");
   });
   test("missing command", async () => {
     const r = await turnguard(["run", "--agent", "agy"], { env: env() });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toStartWith("turnguard: run: missing the agent command");
   });
   test("unknown --agent", async () => {
     const r = await turnguard(["run", "--agent", "nope", "--", "true"], { env: env() });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toBe(
       "turnguard: --agent nope: no such agent profile (known: agy, gemini, claude, codex)\n",
     );
@@ -302,7 +302,7 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     const marker = join(home, "ran");
     writeFileSync(cfg, '[agent.agy]\nlogs = ["/tmp/x"]\n\n[[anchor]]\nid = "x"\nregex = "("\n');
     const r = await turnguard(["run", "--config", cfg, "--", "touch", marker], { env: env() });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toBe(
       `turnguard: ${cfg}:6: anchor[0].regex: is not a valid regular expression\n`,
     );
@@ -312,20 +312,20 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     const cfg = join(home, "unknown.toml");
     writeFileSync(cfg, "[agent.agy]\nlogz = []\n");
     const r = await turnguard(["run", "--", "true"], { env: env({ TURNGUARD_CONFIG: cfg }) });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toBe(`turnguard: ${cfg}:2: agent.agy.logz: unknown key \`logz\`\n`);
     mkdirSync(join(home, ".config", "turnguard"), { recursive: true });
     const xdg = join(home, ".config", "turnguard", "anchors.toml");
     writeFileSync(xdg, "[agent.agy]\n\nlogs = 5\n");
     const r2 = await turnguard(["run", "--", "true"], { env: env() });
-    expect(r2.code).toBe(2);
+    expect(r2.code).toBe(125);
     expect(r2.stderr).toStartWith(`turnguard: ${xdg}:3: agent.agy.logs: Invalid type`);
   });
   test("a TOML syntax error names the line", async () => {
     const cfg = join(home, "syntax.toml");
     writeFileSync(cfg, "[agent.agy]\nlogs = [\n");
     const r = await turnguard(["run", "--config", cfg, "--", "true"], { env: env() });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toStartWith(`turnguard: ${cfg}:3: Invalid TOML document`);
   });
   test("an --outcome-file that cannot be opened: exit 2, the agent never runs", async () => {
@@ -334,7 +334,7 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     const r = await turnguard(["run", "--outcome-file", file, "--", "touch", marker], {
       env: env(),
     });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toBe(
       `turnguard: --outcome-file ${file}: cannot open for appending (ENOENT)\n`,
     );
@@ -354,7 +354,7 @@ describe("usage and config errors exit 2 before any agent starts", () => {
     const r = await turnguard(["run", "--config", join(home, "none.toml"), "--", "true"], {
       env: env(),
     });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stderr).toBe(
       `turnguard: ${join(home, "none.toml")}: cannot read config file (ENOENT)\n`,
     );

@@ -5,7 +5,7 @@
  * function, called only when the decision needs it.
  */
 import { findCause } from "../anchors.ts";
-import { classify, isRetryable, retryReason } from "../classify.ts";
+import { classify, isRetryable, retryReason, timeoutCause } from "../classify.ts";
 import { type Cause, decide, type Decision } from "../decide.ts";
 import { buildOutcome } from "../emit.ts";
 import type { LogCauseResult } from "../log_cause.ts";
@@ -57,22 +57,10 @@ export function exitMessage(code: number | null, signal: string | null, tail: st
 }
 
 /** The cause of a turn cut short for silence. */
-export function timeoutCause(silentMs: number): Cause {
-  return {
-    error: {
-      code: null,
-      message: `turn timed out: the agent streamed nothing for ${formatDuration(silentMs)}`,
-      category: "timeout",
-      anchor: null,
-      source: null,
-    },
-    retry: {
-      retryable: isRetryable("timeout", null),
-      reason: retryReason("timeout", null),
-      afterMs: null,
-      at: null,
-    },
-  };
+export function silenceCause(silentMs: number): Cause {
+  return timeoutCause(
+    `turn timed out: the agent streamed nothing for ${formatDuration(silentMs)}`,
+  );
 }
 
 /** Decides the turn and builds its Outcome and replacement response. */
@@ -103,7 +91,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
       retry,
     };
   }
-  const timeout = end.kind === "timeout" ? timeoutCause(end.silentMs) : null;
+  const timeout = end.kind === "timeout" ? silenceCause(end.silentMs) : null;
 
   const needsLog = timeout === null && !turn.cancelled &&
     (agentError ? agentError.error.category === "unknown" : output === 0);
@@ -211,7 +199,7 @@ function replacement(
     case "error":
       return annotateError(end.response, data, input.rewriteErrors);
     case "timeout":
-      return errorResponse(turn.requestId, timeoutCause(end.silentMs).error.message, data);
+      return errorResponse(turn.requestId, silenceCause(end.silentMs).error.message, data);
     case "exit":
       return errorResponse(
         turn.requestId,

@@ -4,7 +4,7 @@
  * command, whose own flags are never read as turnguard's.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { UsageError } from "../errors.ts";
+import { TurnguardError, UsageError } from "../errors.ts";
 
 /** The options table one subcommand accepts. */
 export type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
@@ -28,19 +28,77 @@ export function splitCommand(argv: readonly string[], options: OptionSpec): {
   return { own: [...argv], command: [] };
 }
 
-/** parseArgs with one-line usage errors that name the subcommand and the flag. */
+/**
+ * `--help`/`-h` given to a subcommand: not an error, but it ends the command before it
+ * runs; the entry point prints that subcommand's help and exits 0.
+ */
+export class HelpRequest extends TurnguardError {
+  constructor(readonly subcommand: string) {
+    super(`${subcommand} --help`, 0);
+  }
+}
+
+/** The flag every subcommand takes. */
+const HELP_OPTION = { help: { type: "boolean", short: "h" } } satisfies OptionSpec;
+
+/**
+ * parseArgs with one-line usage errors that name the subcommand and the flag, and suggest
+ * the closest known flag to an unknown one. `--help`/`-h` throws HelpRequest.
+ */
 export function parseOptions<T extends OptionSpec>(
   subcommand: string,
   argv: string[],
   options: T,
   allowPositionals = false,
 ) {
+  let parsed: ReturnType<typeof parseStrict<T>>;
   try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals });
+    // `help` is read here and never reaches the subcommand, so its type stays T's.
+    parsed = parseStrict(argv, { ...options, ...HELP_OPTION } as T, allowPositionals);
   } catch (err) {
     const message = (err as Error).message.split("\n")[0].replace(/\. To specify.*$/, "");
-    throw new UsageError(`${subcommand}: ${message}`);
+    const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec(message)?.[1];
+    const name = unknown?.replace(/^-{1,2}/, "").split("=")[0];
+    const hint = name ? closestName(name, Object.keys(options)) : null;
+    throw new UsageError(`${subcommand}: ${message}${hint ? ` (did you mean --${hint}?)` : ""}`);
   }
+  if ((parsed.values as { help?: boolean }).help === true) throw new HelpRequest(subcommand);
+  return parsed;
+}
+
+function parseStrict<T extends OptionSpec>(args: string[], options: T, allowPositionals: boolean) {
+  return parseArgs({ args, options, strict: true, allowPositionals });
+}
+
+/**
+ * The known name closest to an unknown one (flag `outcome-jsn` → `outcome-json`, command
+ * `prxy` → `proxy`): one a few edits away, or one it is a prefix of; null when none is near.
+ */
+export function closestName(name: string, known: readonly string[]): string | null {
+  let best: { flag: string; distance: number } | null = null;
+  for (const flag of known) {
+    const distance = flag.startsWith(name) ? 1 : editDistance(name, flag);
+    if (
+      distance <= Math.max(2, Math.floor(flag.length / 3)) &&
+      distance < (best?.distance ?? Infinity)
+    ) {
+      best = { flag, distance };
+    }
+  }
+  return best?.flag ?? null;
+}
+
+/** Levenshtein distance between two short strings. */
+export function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
 }
 
 /** The parsed values of an options table, typed from the table itself (no hand-written twin). */

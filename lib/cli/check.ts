@@ -1,7 +1,8 @@
 /**
- * `turnguard check [--config PATH] [--json]`: validates the configuration and loads every
+ * `turnguard check [--config PATH] [--json] [--verbose]`: validates the configuration and loads every
  * plugin exactly as `run` and `proxy` would (each profile's publish table included, as if
- * the fallback were armed), then prints what is active per agent profile, and a warning per
+ * the fallback were armed), then prints a summary (with --verbose, what is active per agent
+ * profile), and a warning per
  * `anchors` pattern that selects nothing. Exit 0 when all is well (warnings included); 2
  * with the first error (file, line, key) otherwise.
  */
@@ -9,7 +10,7 @@ import type { Profile } from "../config.ts";
 import type { LoadedAnchor } from "../plugin.ts";
 import { publishSettings, selectDetectors } from "../publish/settings.ts";
 import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
-import { envRecord, parseOptions } from "./args.ts";
+import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { stdout } from "../stdio.ts";
 
 /** The profile unknown commands get: no logs, every anchor not tied to an agent. */
@@ -66,8 +67,18 @@ export function checkReport(registry: Registry) {
   };
 }
 
-/** The report as text. */
-export function formatCheck(report: ReturnType<typeof checkReport>): string {
+/** The flags `turnguard check` accepts. */
+export const CHECK_OPTIONS = {
+  config: { type: "string" },
+  json: { type: "boolean" },
+  verbose: { type: "boolean", short: "v" },
+} satisfies OptionSpec;
+
+/**
+ * The report as text: the files, one line per profile and the totals; with `verbose`,
+ * every profile's anchors and every detector too.
+ */
+export function formatCheck(report: ReturnType<typeof checkReport>, verbose = false): string {
   const out = [`config: ${report.files.join(", ")}`];
   out.push(
     report.plugins.length > 0
@@ -78,6 +89,10 @@ export function formatCheck(report: ReturnType<typeof checkReport>): string {
   );
   for (const p of report.profiles) {
     const match = p.match.length > 0 ? ` — matches ${p.match.join(", ")}` : "";
+    if (!verbose) {
+      out.push(`profile ${p.name}${match}: ${p.anchors.length} anchor(s)`);
+      continue;
+    }
     out.push(`profile ${p.name}${match}`);
     if (p.logs.length > 0) out.push(`  logs (${p.logFormat}): ${p.logs.join(", ")}`);
     out.push(`  anchors (${p.anchors.length}):`);
@@ -87,29 +102,31 @@ export function formatCheck(report: ReturnType<typeof checkReport>): string {
       );
     }
   }
-  out.push(`publish detectors (${report.detectors.length}, every profile):`);
-  for (const d of report.detectors) out.push(`    ${d.id}  ${d.origin ?? ""}`.trimEnd());
+  if (verbose) {
+    out.push(`publish detectors (${report.detectors.length}, every profile):`);
+    for (const d of report.detectors) out.push(`    ${d.id}  ${d.origin ?? ""}`.trimEnd());
+  }
   for (const w of report.warnings) out.push(`warning: ${w}`);
   const anchors = new Set(report.profiles.flatMap((p) => p.anchors.map((a) => a.id))).size;
   out.push(
     `ok: ${report.profiles.length - 1} profile(s), ${anchors} anchor(s), ` +
-      `${report.detectors.length} detector(s), ${report.plugins.length} code plugin file(s)`,
+      `${report.detectors.length} detector(s), ${report.plugins.length} code plugin file(s)` +
+      (verbose ? "" : " (--verbose lists them)"),
   );
   return out.join("\n") + "\n";
 }
 
 /** Runs `turnguard check ARGS` and returns the exit code. */
 export async function checkCommand(argv: string[]): Promise<number> {
-  const { values } = parseOptions("check", argv, {
-    config: { type: "string" },
-    json: { type: "boolean" },
-  });
+  const { values } = parseOptions("check", argv, CHECK_OPTIONS);
   const registry = await loadRegistry({
     configFlag: values.config,
     env: envRecord(),
     cwd: process.cwd(),
   });
   const report = checkReport(registry);
-  stdout.write(values.json ? JSON.stringify(report) + "\n" : formatCheck(report));
+  stdout.write(
+    values.json ? JSON.stringify(report) + "\n" : formatCheck(report, values.verbose === true),
+  );
   return 0;
 }

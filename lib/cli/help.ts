@@ -1,40 +1,61 @@
 /** The help text and version, kept in one place for `--help` and the README. */
+import pkg from "../../package.json" with { type: "json" };
 
-/** turnguard's version. */
-export const VERSION = "0.1.0";
+/** turnguard's version: package.json's, the one place it is written. */
+export const VERSION: string = pkg.version;
+
+/** The commit a release build embeds (`bun build --define`); undeclared when run from source. */
+declare const TURNGUARD_BUILD_COMMIT: string | undefined;
+
+/**
+ * What `--version` prints: the version and the commit it was built from; from a source
+ * checkout, `source` and the checkout's commit when git can tell.
+ */
+export function versionLine(): string {
+  if (typeof TURNGUARD_BUILD_COMMIT === "string") {
+    return `turnguard ${VERSION} (${TURNGUARD_BUILD_COMMIT})`;
+  }
+  let commit = "";
+  try {
+    // Loaded here: only `--version` from a source checkout needs them.
+    const { execFileSync } = process.getBuiltinModule("node:child_process");
+    const { dirname } = process.getBuiltinModule("node:path");
+    const { fileURLToPath } = process.getBuiltinModule("node:url");
+    commit = execFileSync("git", ["rev-parse", "--short=12", "HEAD"], {
+      cwd: dirname(fileURLToPath(import.meta.url)),
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 2000,
+    }).trim();
+  } catch {
+    // not a checkout, or no git: the version alone
+  }
+  return `turnguard ${VERSION} (source${commit ? ` ${commit}` : ""})`;
+}
 
 /** `turnguard --help`. */
 export const HELP = `turnguard ${VERSION} — every agent turn gets its true outcome
 
 Usage:
-  turnguard run    [--agent NAME] [--config PATH] [--outcome-json] [--outcome-file PATH]
-                   [--verbose] [--journal PATH | --no-journal] [--name NAME]
-                   [--retries N] [--retry-max-wait S] -- CMD [ARGS...]
-  turnguard proxy  [--agent NAME] [--config PATH] [--outcome-file PATH] [--turn-timeout S]
-                   [--rewrite-errors] [--max-line-bytes N] [--grace S] [--verbose]
-                   [--publish-fallback] [--var NAME=VALUE]... [--journal PATH | --no-journal]
-                   [--name NAME] [--retries N] [--retry-max-wait S] -- AGENT_CMD [ARGS...]
-  turnguard schema
-  turnguard wait   [NAME|SESSION] [--print | --json] [--timeout S] [--journal PATH]
-  turnguard log    [NAME|SESSION] [--limit N] [--json] [--journal PATH]
-  turnguard retry  NAME|SESSION [--journal PATH]
-  turnguard scan   [--agent NAME] [--config PATH] [--kind auto|log|text|error] [--json]
-                   FILE...|-
-  turnguard explain [--agent NAME] [--config PATH] [--kind auto|log|text|error] [--json]
-                   TEXT|-
-  turnguard check  [--config PATH] [--json]
+  turnguard run      [OPTIONS] -- CMD [ARGS...]       print-mode wrapper
+  turnguard proxy    [OPTIONS] -- AGENT_CMD [ARGS...] transparent ACP stdio proxy
+  turnguard wait     [NAME|SESSION] [--print|--json] [--timeout S]
+  turnguard log      [NAME|SESSION] [--limit N] [--json]
+  turnguard retry    NAME|SESSION
+  turnguard scan     [--agent NAME] [--kind K] [--json] FILE...|-
+  turnguard explain  [--agent NAME] [--kind K] [--json] TEXT|-
+  turnguard check    [--config PATH] [--json] [--verbose]
+  turnguard schema   the Outcome's JSON Schema
+  turnguard types    the plugin API's TypeScript declarations
+  turnguard completions bash|zsh|fish
+  turnguard --version | -V      turnguard --help | -h
 
-Exit codes (run): the agent's own when it failed by itself; 128+N when it died of
-signal N; 1 when turnguard surfaced a failure the agent swallowed; 2 for turnguard's
-own usage or config errors; 126/127 when the command cannot be run or is not found.
-Exit codes (proxy): the agent's exit status (128+N for signal N); 2 for usage or
-config errors; 126/127 when the agent command cannot be run or is not found.
-Exit codes (wait): 0 the turn ended ok (or empty, refused, truncated, cancelled); 1 it
-failed; 2 usage errors; 3 timed out waiting; 4 no such session; 5 incomplete (its
-process is gone and a record of it was cut short); 6 the journal is not a regular file
-(log and retry too).
-Exit codes (retry): 0 the owner was signalled; 1 no retry waits; 2 usage errors; 4 no
-such session; 5 the process that owned the retry is gone.
-Exit codes (scan, explain): 0 an anchor matched; 1 none did; 2 usage or config errors.
-Exit codes (check): 0 the config and every plugin load; 2 with the first error.
+\`turnguard COMMAND --help\` lists a command's flags, defaults, exit codes and an example.
+
+Exit codes (run, proxy) follow env, timeout and nice: the agent's own status when it
+failed by itself (128+N for signal N); 1 when turnguard surfaced a failure the agent
+swallowed; 124 when run's --timeout expired; 125 for turnguard's own usage or config
+errors; 126 when the command cannot be executed; 127 when it is not found.
+Other commands: 0 success, 1 a negative answer, 2 usage or config errors, more for wait,
+log and retry (see their --help).
 `;

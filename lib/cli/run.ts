@@ -10,7 +10,7 @@ import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
 import { type RunResult, runTurn } from "../run.ts";
 import { openTelemetry } from "../telemetry/export.ts";
 import { formatDuration } from "../text.ts";
-import { envRecord, type OptionSpec, parseOptions, splitCommand } from "./args.ts";
+import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 import { stderr, stdout } from "../stdio.ts";
 import { warnLine } from "../output.ts";
@@ -22,6 +22,7 @@ export const RUN_OPTIONS = {
   config: { type: "string" },
   "outcome-json": { type: "boolean" },
   "outcome-file": { type: "string" },
+  timeout: { type: "string" },
   verbose: { type: "boolean", short: "v" },
   ...JOURNAL_OPTIONS,
 } satisfies OptionSpec;
@@ -40,6 +41,8 @@ export async function runCommand(argv: string[]): Promise<number> {
       "run: missing the agent command (turnguard run [OPTIONS] -- CMD [ARGS...])",
     );
   }
+  const timeout = parseSeconds("--timeout", values.timeout);
+  if (timeout === 0) throw new UsageError(`--timeout: must be more than 0 seconds`);
   const env = envRecord();
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
@@ -71,6 +74,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         anchors: profileAnchors(registry.anchors, profile),
         env,
         captureStdout: values["outcome-json"] === true,
+        timeoutMs: timeout !== undefined ? timeout * 1000 : null,
         stdout,
         stderr,
       });

@@ -1,0 +1,88 @@
+/**
+ * Never a blank first turn: when the agent cannot be started, the client has usually sent
+ * `initialize` already and waits for its answer. Closing stdout leaves it to guess; instead
+ * each request it sent (waiting a bounded time for the first) is answered with a JSON-RPC
+ * error that names the command and the reason, before the proxy exits 126/127.
+ */
+import type { Readable, Writable } from "node:stream";
+import { crashData, errorResponse } from "./rewrite.ts";
+import { encodeLine, parseBatch, parseMessage } from "./jsonrpc.ts";
+
+/** How long the proxy waits for the client's first request when the agent did not start. */
+export const FIRST_REQUEST_WAIT_MS = 5000;
+/** Bytes read from the client at most meanwhile: a client that floods gets no more. */
+const MAX_READ_BYTES = 1024 * 1024;
+
+/** The errors that answer the requests on `lines` (complete lines without their endings). */
+export function unstartedAnswers(
+  lines: readonly Uint8Array[],
+  message: string,
+  exitCode: number,
+): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const line of lines) {
+    const messages = parseBatch(line) ?? [parseMessage(line)];
+    for (const m of messages) {
+      if (m?.kind !== "request") continue;
+      out.push(encodeLine(errorResponse(m.id, message, crashData(message, exitCode)), "\n"));
+    }
+  }
+  return out;
+}
+
+/**
+ * Reads the client until its first request came (or it closed, or `waitMs` passed), then
+ * answers every request read so far, and resolves once the answers are written.
+ */
+export async function answerUnstarted(opts: {
+  input: Readable;
+  output: Writable;
+  message: string;
+  exitCode: number;
+  waitMs?: number;
+}): Promise<void> {
+  const { input, output } = opts;
+  const lines = await readFirstRequests(input, opts.waitMs ?? FIRST_REQUEST_WAIT_MS);
+  const answers = unstartedAnswers(lines, opts.message, opts.exitCode);
+  for (const answer of answers) output.write(answer);
+  await new Promise<void>((resolve) => {
+    output.once("error", () => resolve());
+    output.write("", () => resolve());
+  });
+}
+
+/** The complete lines the client sent until its first request was among them. */
+function readFirstRequests(input: Readable, waitMs: number): Promise<Uint8Array[]> {
+  if ((input as { isTTY?: boolean }).isTTY) return Promise.resolve([]);
+  return new Promise((resolve) => {
+    let pending = Buffer.alloc(0);
+    let read = 0;
+    const lines: Uint8Array[] = [];
+    const finish = () => {
+      clearTimeout(timer);
+      input.off("data", onData);
+      input.off("end", finish);
+      input.off("error", finish);
+      input.pause();
+      // A last line without its newline counts when the client closed after it.
+      if (input.readableEnded && pending.length > 0) lines.push(pending);
+      resolve(lines);
+    };
+    const onData = (chunk: Buffer) => {
+      read += chunk.length;
+      pending = Buffer.concat([pending, chunk]);
+      let nl: number;
+      while ((nl = pending.indexOf(0x0a)) >= 0) {
+        const end = nl > 0 && pending[nl - 1] === 0x0d ? nl - 1 : nl;
+        lines.push(pending.subarray(0, end));
+        pending = pending.subarray(nl + 1);
+      }
+      const answered = unstartedAnswers(lines, "", 0).length > 0;
+      if (answered || read >= MAX_READ_BYTES) finish();
+    };
+    const timer = setTimeout(finish, waitMs);
+    input.on("data", onData);
+    input.once("end", finish);
+    input.once("error", finish);
+  });
+}

@@ -1,0 +1,190 @@
+/**
+ * Each subcommand's `--help`: what it does, its flags with their defaults, its exit codes
+ * and one example. The flag names here are the ones shell completions offer; a test holds
+ * them equal to each subcommand's real options table.
+ */
+import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
+import { DEFAULT_RETRY_MAX_WAIT_S } from "../retry_policy.ts";
+
+/** One subcommand's help. */
+export interface CommandHelp {
+  summary: string;
+  usage: string;
+  /** Flag name (without `--`) → what it does and its default. */
+  flags: Record<string, string>;
+  exit: string;
+  example: string;
+}
+
+const CONFIG = "config file (default: $TURNGUARD_CONFIG, else ~/.config/turnguard/turnguard.toml)";
+const JOURNAL = {
+  journal:
+    "journal file (default: $TURNGUARD_JOURNAL, else $XDG_STATE_HOME/turnguard/journal.jsonl)",
+  name: "a name for this session in the journal, for `wait`/`log`/`retry` (default: none)",
+  retries: "retry a retryable failure that wrote nothing, up to N times (default: 0)",
+  "retry-max-wait":
+    `longest wait before a retry, in seconds (default: ${DEFAULT_RETRY_MAX_WAIT_S})`,
+};
+const WRAPPER_EXIT = (who: string) =>
+  `the agent's own status when it failed by itself; 128+N when it died of signal N;
+  1    turnguard surfaced a failure the agent swallowed
+  124  --timeout expired (run only)
+  125  turnguard's own usage or config error: nothing was run
+  126  ${who} was found but cannot be executed (not executable, missing interpreter)
+  127  ${who} was not found`;
+const SCAN_FLAGS = {
+  agent: "the agent profile whose anchors apply (default: every anchor)",
+  config: CONFIG,
+  kind: "how lines are read: auto, log, text or error (default: auto)",
+  json: "print JSON instead of text",
+};
+
+/** Every subcommand's help, by name. */
+export const COMMAND_HELP: Record<string, CommandHelp> = {
+  run: {
+    summary: "Runs a print-mode agent command; its output passes through byte for byte, and a " +
+      "failure it swallowed (exit 0, empty output, cause only in its logs) is surfaced.",
+    usage: "turnguard run [OPTIONS] -- CMD [ARGS...]",
+    flags: {
+      agent: "the agent profile (default: chosen by the command's basename, else generic)",
+      config: CONFIG,
+      "outcome-json": "keep the agent's stdout and print the Outcome as JSON instead",
+      "outcome-file": "append the Outcome as one JSON line to this file",
+      timeout: "stop the agent after S seconds: SIGTERM, then SIGKILL 5 s later " +
+        "(status failed, category timeout, exit 124; default: no limit)",
+      verbose: "print turnguard's diagnostics on stderr",
+      ...JOURNAL,
+    },
+    exit: WRAPPER_EXIT("the command"),
+    example: "turnguard run --timeout 600 -- agy --print 'fix the failing test'",
+  },
+  proxy: {
+    summary: "A transparent ACP stdio proxy: an editor or bridge spawns it instead of the " +
+      "agent; every turn gets its true outcome, a swallowed backend failure an error response.",
+    usage: "turnguard proxy [OPTIONS] -- AGENT_CMD [ARGS...]",
+    flags: {
+      agent: "the agent profile (default: chosen by the command's basename, else generic)",
+      config: CONFIG,
+      "outcome-file": "append each turn's Outcome as one JSON line to this file",
+      "turn-timeout": "cancel a turn silent for S seconds and answer it with an error " +
+        "(default: none)",
+      "rewrite-errors": "rewrite the agent's own error responses with the decided cause",
+      "max-line-bytes": `longest message inspected, in bytes (default: ${DEFAULT_INSPECT_LIMIT})`,
+      grace: "seconds between EOF, SIGTERM and SIGKILL when the client leaves (default: 5)",
+      verbose: "print turnguard's diagnostics on stderr",
+      "publish-fallback": "arm the publish fallback of the agent's profile",
+      var: "set a turn variable NAME=VALUE (repeatable), e.g. channel, reply_to",
+      ...JOURNAL,
+    },
+    exit: WRAPPER_EXIT("the agent command") +
+      "\n  When the agent cannot be started, the client's first requests are answered " +
+      "with a JSON-RPC error naming the command and the reason.",
+    example: "turnguard proxy --agent gemini -- gemini --experimental-acp",
+  },
+  wait: {
+    summary: "Waits for a session's last turn in the journal and reports its outcome (and " +
+      "the retry that waits).",
+    usage: "turnguard wait [NAME|SESSION] [OPTIONS]",
+    flags: {
+      print: "print the turn's reply text",
+      json: "print the turn as JSON",
+      timeout: "give up after S seconds (default: wait for ever)",
+      journal: JOURNAL.journal,
+    },
+    exit: `0 the turn ended (ok, empty, refused, truncated, cancelled); 1 it failed;
+  2 usage error; 3 timed out waiting; 4 no such session`,
+    example: "turnguard wait nightly --print",
+  },
+  log: {
+    summary: "Lists the journal's latest turns, newest last.",
+    usage: "turnguard log [NAME|SESSION] [OPTIONS]",
+    flags: {
+      limit: "how many turns (-n; default: 20)",
+      json: "one JSON object per line",
+      journal: JOURNAL.journal,
+    },
+    exit: "0 listed; 2 usage error; 4 no such session",
+    example: "turnguard log -n 5",
+  },
+  retry: {
+    summary: "Runs the retry that waits for a session's latest turn now.",
+    usage: "turnguard retry NAME|SESSION [OPTIONS]",
+    flags: { journal: JOURNAL.journal },
+    exit: `0 the owner was signalled; 1 no retry waits; 2 usage error; 4 no such session;
+  5 the process that owned the retry is gone`,
+    example: "turnguard retry nightly",
+  },
+  scan: {
+    summary: "Scans log files (or stdin) with the anchors and prints what matched.",
+    usage: "turnguard scan [OPTIONS] FILE...|-",
+    flags: SCAN_FLAGS,
+    exit: "0 an anchor matched; 1 none did; 2 usage or config error",
+    example: "turnguard scan --agent agy ~/.gemini/antigravity/logs/agy.INFO",
+  },
+  explain: {
+    summary: "Shows which anchors were tried on one input, what each said, and why the " +
+      "winner won.",
+    usage: "turnguard explain [OPTIONS] TEXT|-",
+    flags: SCAN_FLAGS,
+    exit: "0 an anchor matched; 1 none did; 2 usage or config error",
+    example: "turnguard explain 'HTTP 429 Too Many Requests'",
+  },
+  check: {
+    summary: "Validates the config and loads every plugin as run and proxy would; prints a " +
+      "short summary (the full listing with --verbose).",
+    usage: "turnguard check [OPTIONS]",
+    flags: {
+      config: CONFIG,
+      json: "print the full report as JSON",
+      verbose: "list every profile's anchors and every detector",
+    },
+    exit: "0 the config and every plugin load; 2 with the first error",
+    example: "turnguard check --config ./turnguard.toml --verbose",
+  },
+  schema: {
+    summary: "Prints the JSON Schema of the Outcome (v1).",
+    usage: "turnguard schema",
+    flags: {},
+    exit: "0",
+    example: "turnguard schema > outcome.schema.json",
+  },
+  types: {
+    summary: "Prints the TypeScript declarations of the plugin API, for plugin authors " +
+      "without a source checkout.",
+    usage: "turnguard types",
+    flags: {},
+    exit: "0",
+    example: "turnguard types > turnguard.d.ts",
+  },
+  completions: {
+    summary: "Prints a shell completion script.",
+    usage: "turnguard completions bash|zsh|fish",
+    flags: {},
+    exit: "0; 2 for an unknown shell",
+    example: "turnguard completions bash > ~/.local/share/bash-completion/completions/turnguard",
+  },
+};
+
+/** The `--help` text of one subcommand. */
+export function formatCommandHelp(name: string, help: CommandHelp): string {
+  const width = Math.max(0, ...Object.keys(help.flags).map((f) => f.length));
+  const flags = Object.entries(help.flags).map(([flag, text]) =>
+    `  --${flag.padEnd(width)}  ${text}`
+  );
+  flags.push(`  --${"help".padEnd(width)}  this help (-h)`);
+  return [
+    `turnguard ${name}: ${help.summary}`,
+    "",
+    `Usage: ${help.usage}`,
+    "",
+    "Options:",
+    ...flags,
+    "",
+    "Exit codes:",
+    `  ${help.exit}`,
+    "",
+    "Example:",
+    `  ${help.example}`,
+    "",
+  ].join("\n");
+}

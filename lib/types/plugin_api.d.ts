@@ -1,0 +1,97 @@
+/**
+ * turnguard plugin API — TypeScript declarations for plugin authors.
+ *
+ * A plugin module needs no import of turnguard at run time: it default-exports
+ * `{ anchors?: Anchor[], detectors?: PublishDetector[] }`. Save this file next to your
+ * plugin (`turnguard types > turnguard.d.ts`) and import its types:
+ *
+ *   import type { AnchorHit, AnchorInput, PluginModule } from "./turnguard.d.ts";
+ *
+ * These declarations mirror the schemas turnguard validates plugins with (lib/plugin.ts);
+ * a test holds them equal.
+ */
+
+/** The failure categories of an Outcome. */
+export type Category =
+  | "quota"
+  | "rate_limit"
+  | "capacity"
+  | "auth"
+  | "model"
+  | "context"
+  | "network"
+  | "timeout"
+  | "crash"
+  | "unknown";
+
+/** What an anchor can look at: one log line, one JSON-RPC error object, or a streamed text. */
+export type AnchorInput =
+  | { kind: "log"; line: string }
+  | { kind: "error"; error: { code: unknown; message: unknown; data?: unknown } }
+  | { kind: "text"; text: string };
+
+/** The kinds of input an anchor declares it handles. */
+export type AnchorInputKind = AnchorInput["kind"];
+
+/** What an anchor's `match` returns when it matches. */
+export interface AnchorHit {
+  /** The readable cause (not empty). */
+  cause: string;
+  category?: Category;
+  code?: number | string;
+  retry?: {
+    /** Milliseconds until a retry may work (finite, >= 0). */
+    afterMs?: number;
+    /** When a retry may work: an ISO 8601 timestamp. */
+    at?: string;
+    reason?: string;
+  };
+}
+
+/** An anchor plugin: finds the terminal cause of a failed turn in one kind of input. */
+export interface Anchor {
+  /** Letters, digits, `.`, `_`, `:`, `-`. */
+  id: string;
+  /** Higher wins when several anchors match the same turn (default 0). */
+  priority?: number;
+  /** Agent profiles this anchor is for; absent means every profile. */
+  agents?: string[];
+  on: AnchorInputKind[];
+  match: (input: AnchorInput) => AnchorHit | null | undefined;
+  /** Where the anchor came from, for messages (filled in by the loader). */
+  origin?: string;
+}
+
+/** A tool call's merged state, joined by toolCallId across tool_call and tool_call_update. */
+export interface ToolCallState {
+  toolCallId: string;
+  title?: string | null;
+  kind?: string | null;
+  status?: string | null;
+  rawInput?: unknown;
+  rawOutput?: unknown;
+  content?: unknown;
+  _meta?: unknown;
+  /** Any other field the agent sent. */
+  [key: string]: unknown;
+}
+
+/** What a detector says of a tool call it recognises as a publish. */
+export interface Detection {
+  publish: boolean;
+  /** The channel it published to, compared with the turn variable `channel`. */
+  channel?: string | null;
+}
+
+/** A publish detector plugin: tells whether a tool call published the turn's reply. */
+export interface PublishDetector {
+  id: string;
+  detect: (call: ToolCallState) => Detection | null | undefined;
+  origin?: string;
+}
+
+/** The shape every plugin module's default export must have. */
+export interface PluginModule {
+  anchors?: Anchor[];
+  detectors?: PublishDetector[];
+}
