@@ -9,8 +9,10 @@ SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 
 setup: node_modules/.installed
 
+# Install scripts are skipped (npm would warn about each one) and the two toolchains that
+# need theirs, bun and deno, are set up explicitly right after.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	@$(BUN) --version >/dev/null 2>&1 || node node_modules/bun/install.js
 	@$(DENO) --version >/dev/null 2>&1 || node node_modules/deno/install.cjs
 	@touch $@

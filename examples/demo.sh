@@ -8,7 +8,12 @@ agent=examples/agents/agy
 export HOME; HOME=$(mktemp -d)
 trap 'rm -rf "$HOME"' EXIT
 
-say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+# Bold headings only on a terminal, and never with NO_COLOR set (https://no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+else
+  say() { printf '\n%s\n' "$*"; }
+fi
 
 say '$ agy --print "say hi"            # the agent alone'
 "$agent" --print "say hi"
