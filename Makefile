@@ -5,7 +5,7 @@ DENO     := $(BIN)/deno
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 
-.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc
+.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc release
 
 setup: node_modules/.installed
 
@@ -33,10 +33,15 @@ test: setup build
 lint: setup
 	$(DENO) lint
 	$(DENO) fmt --check
-	$(DENO) check main.ts lib/ plugins/ bench/
+	$(DENO) check main.ts lib/ plugins/ bench/ scripts/
 
 fmt: setup
 	$(DENO) fmt
+
+# Every target's binary in turnguard-<version>-<target>.tar.gz, the npm package and
+# SHA256SUMS, in dist/release (scripts/release.ts; TARGETS=linux-x64,... for fewer).
+release: setup
+	$(BUN) scripts/release.ts $(if $(TARGETS),--targets $(TARGETS))
 
 demo: build
 	@bash examples/demo.sh

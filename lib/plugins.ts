@@ -65,6 +65,16 @@ export interface CodePluginOptions {
 }
 
 /**
+ * Node runs a `.ts` plugin only from 22.18 / 23.6 on, where it strips types by itself; an
+ * older Node says `Unknown file extension ".ts"`, which tells the user nothing they can do.
+ */
+function typeStrippingHint(path: string, err: unknown): string {
+  return path.endsWith(".ts") && /Unknown file extension/.test(errorText(err))
+    ? ` (Node ${process.version} cannot strip types: use Node >= 22.18, or a .js plugin)`
+    : "";
+}
+
+/**
  * Imports and validates the code plugins a config names, each in a worker thread of its own
  * (lib/plugin_host.ts): the module's code never runs in turnguard's own thread, and its
  * anchors and detectors call into the worker under the per-turn budget.
@@ -85,7 +95,12 @@ export async function loadCodePlugins(
       shape = await worker.load();
     } catch (err) {
       worker.close();
-      throw new ConfigError(ref.path, null, null, `plugin failed to load: ${errorText(err)}`);
+      throw new ConfigError(
+        ref.path,
+        null,
+        null,
+        `plugin failed to load: ${errorText(err)}${typeStrippingHint(ref.path, err)}`,
+      );
     }
     if (shape === undefined) {
       worker.close();

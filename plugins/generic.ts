@@ -1,8 +1,10 @@
 /**
  * Generic HTTP/gRPC pack: classifies any agent's error by the status codes and words every
  * backend shares, and digs the readable message out of the provider JSON agents pass along.
- * Matches streamed text and JSON-RPC errors, never raw log lines (a log full of retried 429s
- * is not a cause by itself). Written with the public plugin API, like a user plugin.
+ * Matches streamed text, JSON-RPC errors and the log lines of profiles that have logs — but
+ * only lines logged at error level (`ERROR`, `FATAL`, glog `E`/`F`, `"level":"error"`): a log
+ * full of retried 429s at WARN is not a cause by itself. Written with the public plugin API,
+ * like a user plugin.
  *
  * Wordings, and where they come from:
  * - 429 / RESOURCE_EXHAUSTED / "Resource has been exhausted (e.g. check quota)." / "Too Many
@@ -160,8 +162,18 @@ function statusOf(input: AnchorInput, provider: ProviderError | null): number | 
   return typeof code === "number" && code >= 400 && code <= 599 ? code : undefined;
 }
 
+/**
+ * Whether a log line was logged at error level: an `ERROR`/`FATAL`/`CRITICAL` level word, a
+ * glog `E`/`F` prefix (`E0302 10:15:04.123456`), or a JSON `"level": "error"`.
+ */
+export function isErrorLine(line: string): boolean {
+  return /\b(?:ERROR|FATAL|CRITICAL)\b|^[EF]\d{4} \d\d:\d\d/.test(line) ||
+    /"(?:level|severity)"\s*:\s*"(?:error|fatal|critical)"|\blevel=(?:error|fatal)\b/i.test(line);
+}
+
 /** The hit for one rule: readable cause, category, status code and RetryInfo delay. */
 export function ruleHit(rule: Rule, input: AnchorInput): AnchorHit | null {
+  if (input.kind === "log" && !isErrorLine(input.line)) return null;
   const reading = readInput(input);
   if (!applies(rule, reading.words)) return null;
   const cause = tidyCause(reading.cause, "none");
@@ -222,7 +234,7 @@ export default definePlugin({
       defineAnchor({
         id: rule.id,
         priority: rule.priority,
-        on: ["text", "error"],
+        on: ["text", "error", "log"],
         match: (input) => ruleHit(rule, input),
       })
     ),

@@ -219,7 +219,7 @@ describe("turnguard run --retries", () => {
     for (const bad of ["-1", "1.5", "many", "101"]) {
       const r = await turnguard(["run", `--retries=${bad}`, "--", FLAKY], { env: env("ok") });
       expect([r.code, r.stderr]).toEqual([
-        2,
+        125,
         `turnguard: --retries: expected a whole number from 0 to 100, got "${bad}"\n`,
       ]);
     }
