@@ -171,10 +171,18 @@ export function isErrorLine(line: string): boolean {
     /"(?:level|severity)"\s*:\s*"(?:error|fatal|critical)"|\blevel=(?:error|fatal)\b/i.test(line);
 }
 
+/** A log line's message: without its glog prefix, or what precedes its level word. */
+export function logMessage(line: string): string {
+  return line.replace(/^[IWEF]\d{4} [\d:.]+ +\d+ [^\]]*\] /, "")
+    .replace(/^[^{"]*?\b(?:ERROR|FATAL|CRITICAL)\b[\]:]?\s*/, "");
+}
+
 /** The hit for one rule: readable cause, category, status code and RetryInfo delay. */
 export function ruleHit(rule: Rule, input: AnchorInput): AnchorHit | null {
   if (input.kind === "log" && !isErrorLine(input.line)) return null;
-  const reading = readInput(input);
+  const reading = readInput(
+    input.kind === "log" ? { kind: "log", line: logMessage(input.line) } : input,
+  );
   if (!applies(rule, reading.words)) return null;
   const cause = tidyCause(reading.cause, "none");
   if (cause === "") return null;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isErrorLine } from "../plugins/generic.ts";
+import { isErrorLine, logMessage } from "../plugins/generic.ts";
 import { homeEnv, turnguard } from "./helpers/cli.ts";
 
 let home: string;
@@ -17,6 +17,15 @@ beforeAll(() => {
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
 describe("generic rules on log lines", () => {
+  test("logMessage: the message after the glog prefix or the level word", () => {
+    expect(logMessage("2026-03-02T10:15:04Z ERROR backend: 429")).toBe("backend: 429");
+    expect(logMessage("[ERROR] x")).toBe("x");
+    expect(logMessage("E0302 10:15:04.123456 1 x.go:1] UNAVAILABLE")).toBe("UNAVAILABLE");
+    expect(logMessage('{"level":"error","msg":"ERROR x"}')).toBe(
+      '{"level":"error","msg":"ERROR x"}',
+    );
+  });
+
   test("isErrorLine: level words, glog E/F, JSON and logfmt levels", () => {
     for (
       const line of [
@@ -54,11 +63,12 @@ describe("generic rules on log lines", () => {
   test("a custom profile's ERROR 429 log line fails the turn (rate_limit), exit 1", async () => {
     const r = await turn("2026-03-02T10:15:04Z ERROR backend: 429 Too Many Requests");
     const o = JSON.parse(r.stdout);
-    expect([r.code, o.status, o.error.category, o.error.anchor]).toEqual([
+    expect([r.code, o.status, o.error.category, o.error.anchor, o.error.message]).toEqual([
       1,
       "failed",
       "rate_limit",
       "generic.rate-limit",
+      "backend: 429 Too Many Requests",
     ]);
   });
 
