@@ -20,7 +20,7 @@ const CONFIG = "config file (default: $TURNGUARD_CONFIG, else ~/.config/turnguar
 const JOURNAL = {
   journal:
     "journal file (default: $TURNGUARD_JOURNAL, else $XDG_STATE_HOME/turnguard/journal.jsonl)",
-  name: "a name for this session in the journal, for `wait`/`log`/`retry` (default: none)",
+  name: "the label `wait`, `log` and `retry` find the session by (default: the profile's name)",
   retries: "retry a retryable failure that wrote nothing, up to N times (default: 0)",
   "retry-max-wait":
     `longest wait before a retry, in seconds (default: ${DEFAULT_RETRY_MAX_WAIT_S})`,
