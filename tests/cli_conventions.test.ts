@@ -20,7 +20,7 @@ import { RETRY_OPTIONS } from "../lib/cli/retry.ts";
 import { SCAN_OPTIONS } from "../lib/cli/scan.ts";
 import { CHECK_OPTIONS } from "../lib/cli/check.ts";
 import { unstartedAnswers } from "../lib/acp/unstarted.ts";
-import { BUN, homeEnv, MAIN, turnguard } from "./helpers/cli.ts";
+import { BUN, homeEnv, MAIN, ROOT, turnguard } from "./helpers/cli.ts";
 
 setDefaultTimeout(30_000);
 
@@ -158,6 +158,39 @@ _turnguard; printf '%s\\n' "\${COMPREPLY[@]}"`;
       'turnguard: completions: expected one shell (bash, zsh, fish), got "tcsh"\n',
     ]);
   });
+});
+
+describe("no color codes", () => {
+  test("turnguard's own output carries no escape codes, even when asked to color", async () => {
+    const colorEnv = env({ FORCE_COLOR: "1", CLICOLOR_FORCE: "1", TERM: "xterm-256color" });
+    for (
+      const args of [
+        ["--help"],
+        ["run", "--help"],
+        ["check"],
+        ["check", "--verbose"],
+        ["log"],
+        ["explain", "HTTP 429 Too Many Requests"],
+        ["run", "--", "no-such-agent-anywhere"],
+        ["run", "--bogus"],
+      ]
+    ) {
+      const r = await turnguard(args, { env: colorEnv });
+      expect({ args, escapes: (r.stdout + r.stderr).includes("\x1b") }).toEqual({
+        args,
+        escapes: false,
+      });
+    }
+  });
+  test("make demo, not on a terminal, prints no raw ANSI escapes", () => {
+    const r = spawnSync("make", ["-s", "demo"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { ...process.env, NO_COLOR: undefined } as NodeJS.ProcessEnv,
+    });
+    expect(r.stdout).toContain("$ turnguard run -- agy");
+    expect(r.stdout + r.stderr).not.toContain("\x1b");
+  }, 120_000);
 });
 
 describe("run: the wrapper exit codes", () => {
