@@ -10,11 +10,12 @@ SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 setup: node_modules/.installed
 
 # Install scripts are skipped (npm would warn about each one) and the two toolchains that
-# need theirs, bun and deno, are set up explicitly right after.
+# need theirs, bun and deno, are set up explicitly right after (each links its native
+# binary into node_modules/.bin in place of a Node wrapper).
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
-	@$(BUN) --version >/dev/null 2>&1 || node node_modules/bun/install.js
-	@$(DENO) --version >/dev/null 2>&1 || node node_modules/deno/install.cjs
+	@node node_modules/bun/install.js
+	@node node_modules/deno/install.cjs
 	@touch $@
 
 build: $(DIST)
