@@ -38,6 +38,10 @@ const WRAPPERS = new Set(["run", "proxy"]);
 
 /** Runs turnguard with `argv` (without the program name) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  // `turnguard help CMD` is `turnguard CMD --help`.
+  if (argv[0] === "help" && argv[1] !== undefined && argv[1] in COMMANDS) {
+    argv = [argv[1], "--help"];
+  }
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     void stdout.write(HELP);

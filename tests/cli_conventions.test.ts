@@ -71,6 +71,11 @@ describe("--help", () => {
     }
   }
 
+  test("turnguard help CMD is CMD --help", async () => {
+    const r = await turnguard(["help", "proxy"]);
+    expect([r.code, r.stdout]).toEqual([0, (await turnguard(["proxy", "--help"])).stdout]);
+  });
+
   test("run's --help after the agent command belongs to the agent", async () => {
     const r = await turnguard(["run", "--", "sh", "-c", 'echo "agent got $1"', "sh", "--help"], {
       env: env(),

@@ -50,7 +50,8 @@ Usage:
   turnguard completions bash|zsh|fish
   turnguard --version | -V      turnguard --help | -h
 
-\`turnguard COMMAND --help\` lists a command's flags, defaults, exit codes and an example.
+\`turnguard COMMAND --help\` (or \`turnguard help COMMAND\`) lists a command's flags, defaults,
+exit codes and an example.
 
 Exit codes (run, proxy) follow env, timeout and nice: the agent's own status when it
 failed by itself (128+N for signal N); 1 when turnguard surfaced a failure the agent
