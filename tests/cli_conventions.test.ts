@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable, Writable } from "node:stream";
+import { PassThrough, Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { closestName } from "../lib/cli/args.ts";
 import { COMMAND_HELP } from "../lib/cli/command_help.ts";
@@ -19,7 +19,7 @@ import { LOG_OPTIONS } from "../lib/cli/log.ts";
 import { RETRY_OPTIONS } from "../lib/cli/retry.ts";
 import { SCAN_OPTIONS } from "../lib/cli/scan.ts";
 import { CHECK_OPTIONS } from "../lib/cli/check.ts";
-import { unstartedAnswers } from "../lib/acp/unstarted.ts";
+import { answerUnstarted, unstartedAnswers } from "../lib/acp/unstarted.ts";
 import { BUN, homeEnv, MAIN, ROOT, turnguard } from "./helpers/cli.ts";
 
 setDefaultTimeout(30_000);
@@ -340,7 +340,24 @@ describe("proxy: an agent that cannot start answers the client instead of a blan
     });
   }
 
-  test("a client that sends nothing: exit after the bounded wait... or at EOF at once", () => {
+  test("a client that sends nothing is waited for a bounded time only", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const written: Buffer[] = [];
+    output.on("data", (c: Buffer) => written.push(c));
+    await answerUnstarted({ input, output, message: "why", exitCode: 127, waitMs: 50 });
+    expect(Buffer.concat(written).length).toBe(0);
+    // A request sent in pieces, with a notification and a second request before it ends.
+    const input2 = new PassThrough();
+    const done = answerUnstarted({ input: input2, output, message: "why", exitCode: 127 });
+    input2.write('{"jsonrpc":"2.0","method":"x"}\n{"jsonrpc":"2.0","id":7,');
+    input2.write('"method":"initialize"}\r\n{"jsonrpc":"2.0","id":8,"method":"y"}\n');
+    await done;
+    const ids = Buffer.concat(written).toString().trim().split("\n").map((l) => JSON.parse(l).id);
+    expect(ids).toEqual([7, 8]);
+  });
+
+  test("a client that closes its input at once: exit at EOF", () => {
     const r = spawnSync(BUN, [MAIN, "proxy", "--", join(home, "no-such-agent")], {
       env: { ...process.env, ...env() },
       input: "",

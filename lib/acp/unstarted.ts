@@ -6,28 +6,28 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { crashData, errorResponse } from "./rewrite.ts";
-import { encodeLine, parseBatch, parseMessage } from "./jsonrpc.ts";
+import { encodeLine, type JsonRpcId, parseBatch, parseMessage } from "./jsonrpc.ts";
 
 /** How long the proxy waits for the client's first request when the agent did not start. */
 export const FIRST_REQUEST_WAIT_MS = 5000;
 /** Bytes read from the client at most meanwhile: a client that floods gets no more. */
 const MAX_READ_BYTES = 1024 * 1024;
 
-/** The errors that answer the requests on `lines` (complete lines without their endings). */
+/** The ids of the requests on `lines` (complete lines without their endings), batches included. */
+export function requestIds(lines: readonly Uint8Array[]): JsonRpcId[] {
+  return lines.flatMap((line) => parseBatch(line) ?? [parseMessage(line)])
+    .flatMap((m) => m?.kind === "request" ? [m.id] : []);
+}
+
+/** The errors that answer the requests on `lines`: one line each, never for a notification. */
 export function unstartedAnswers(
   lines: readonly Uint8Array[],
   message: string,
   exitCode: number,
 ): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (const line of lines) {
-    const messages = parseBatch(line) ?? [parseMessage(line)];
-    for (const m of messages) {
-      if (m?.kind !== "request") continue;
-      out.push(encodeLine(errorResponse(m.id, message, crashData(message, exitCode)), "\n"));
-    }
-  }
-  return out;
+  return requestIds(lines).map((id) =>
+    encodeLine(errorResponse(id, message, crashData(message, exitCode)), "\n")
+  );
 }
 
 /**
@@ -77,8 +77,7 @@ function readFirstRequests(input: Readable, waitMs: number): Promise<Uint8Array[
         lines.push(pending.subarray(0, end));
         pending = pending.subarray(nl + 1);
       }
-      const answered = unstartedAnswers(lines, "", 0).length > 0;
-      if (answered || read >= MAX_READ_BYTES) finish();
+      if (requestIds(lines).length > 0 || read >= MAX_READ_BYTES) finish();
     };
     const timer = setTimeout(finish, waitMs);
     input.on("data", onData);
