@@ -41,7 +41,7 @@ fmt: setup
 
 # Every target's binary in turnguard-<version>-<target>.tar.gz, the npm package and
 # SHA256SUMS, in dist/release (scripts/release.ts; TARGETS=linux-x64,... for fewer).
-release: setup
+release: setup lib/embedded_config.json
 	$(BUN) scripts/release.ts $(if $(TARGETS),--targets $(TARGETS))
 
 demo: build

@@ -64,8 +64,12 @@ function releaseTarget(target: Target, version: string, commit: string, out: str
   mkdirSync(dir, { recursive: true });
   run(BUN, [
     "build",
+    // The flags of `make build` (Makefile), for another target.
     "--compile",
     "--minify",
+    "--bytecode",
+    "--format=esm",
+    "--splitting",
     `--target=${TARGETS[target]}`,
     ...define(commit),
     "main.ts",
