@@ -38,7 +38,12 @@ const shell = (line: string): Promise<Finished> =>
 
 /** What each documented line must do: the answering agent's text, or the surfaced cause. */
 function expectOutcome(line: string, r: Finished, failure: string) {
-  if (line.includes("acp_agent.mjs answer")) {
+  if (line.includes("no-such-agent")) {
+    expect({ line, code: r.code }).toEqual({ line, code: 1 });
+    expect(r.stdout + r.stderr).toContain(
+      "turnguard: the agent could not be started: no-such-agent: command not found",
+    );
+  } else if (line.includes("acp_agent.mjs answer")) {
     expect({ line, code: r.code }).toEqual({ line, code: 0 });
     expect(r.stdout).toContain(ANSWER);
   } else {
@@ -51,7 +56,7 @@ function expectOutcome(line: string, r: Finished, failure: string) {
 describe("docs/CLIENTS.md", () => {
   test("acpx (the current release) through turnguard proxy", async () => {
     const lines = commandLines("acpx");
-    expect(lines.length).toBe(2);
+    expect(lines.length).toBe(3);
     for (const line of lines) expectOutcome(line, await shell(line), `[error] RUNTIME: ${CAUSE}`);
   });
 
