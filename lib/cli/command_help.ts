@@ -20,6 +20,7 @@ const CONFIG = "config file (default: $TURNGUARD_CONFIG, else ~/.config/turnguar
 const JOURNAL = {
   journal:
     "journal file (default: $TURNGUARD_JOURNAL, else $XDG_STATE_HOME/turnguard/journal.jsonl)",
+  "no-journal": "journal nothing (also config `journal = false`)",
   name: "the label `wait`, `log` and `retry` find the session by (default: the profile's name)",
   retries: "retry a retryable failure that wrote nothing, up to N times (default: 0)",
   "retry-max-wait":
@@ -92,7 +93,8 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       journal: JOURNAL.journal,
     },
     exit: `0 the turn ended (ok, empty, refused, truncated, cancelled); 1 it failed;
-  2 usage error; 3 timed out waiting; 4 no such session`,
+  2 usage error; 3 timed out waiting; 4 no such session; 5 incomplete (its process is gone
+  and a record of it was cut short); 6 the journal is not a regular file`,
     example: "turnguard wait nightly --print",
   },
   log: {
@@ -103,7 +105,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       json: "one JSON object per line",
       journal: JOURNAL.journal,
     },
-    exit: "0 listed; 2 usage error; 4 no such session",
+    exit: "0 listed; 2 usage error; 4 no such session; 6 the journal is not a regular file",
     example: "turnguard log -n 5",
   },
   retry: {
@@ -111,7 +113,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     usage: "turnguard retry NAME|SESSION [OPTIONS]",
     flags: { journal: JOURNAL.journal },
     exit: `0 the owner was signalled; 1 no retry waits; 2 usage error; 4 no such session;
-  5 the process that owned the retry is gone`,
+  5 the process that owned the retry is gone; 6 the journal is not a regular file`,
     example: "turnguard retry nightly",
   },
   scan: {
