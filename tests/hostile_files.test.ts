@@ -253,13 +253,13 @@ describe("the journal's off switch", () => {
     expect(existsSync(journal)).toBe(true);
   });
 
-  test("--journal with --no-journal is a usage error", async () => {
+  test("--journal with --no-journal is a usage error (run's own: 125)", async () => {
     const dir = fresh();
     const r = await tg(
       ["run", "--journal", join(dir, "j"), "--no-journal", "--", ...OK_AGENT],
       homeEnv(dir),
     );
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(125);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe("turnguard: --journal and --no-journal exclude each other\n");
   });
