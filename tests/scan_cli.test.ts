@@ -219,7 +219,7 @@ describe("turnguard explain", () => {
     expect(lines[11]).toBe(
       "  10. agy.not-logged-in  priority 50  <embedded anchors.toml>:72  no match",
     );
-    expect(lines[15]).toStartWith("not tried (they do not read log inputs): generic.status, ");
+    expect(lines[15]).toStartWith("not tried (they do not read log inputs): generic.provider, ");
     expect(lines[16]).toBe(
       "winner: agy.executor — agy.executor has the highest priority (300) of the 6 anchors that matched",
     );
