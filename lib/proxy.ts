@@ -7,7 +7,6 @@
  * parts live in lib/acp/.
  */
 import { Buffer } from "node:buffer";
-import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { errorText, spawnProblem } from "./errors.ts";
 import { concludeTurn, type Conclusion, exitMessage, type TurnEnd } from "./acp/conclude.ts";
@@ -59,7 +58,14 @@ import { withPluginBudget } from "./plugin_budget.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import { Tail } from "./byte_window.ts";
-import { type AgentLaunch, STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
+import { type AgentLaunch, STDERR_TAIL_BYTES } from "./run.ts";
+import {
+  type AgentProcess,
+  type ByteSink,
+  type ByteSource,
+  nodeSource,
+  startAgent,
+} from "./proxy_io.ts";
 import {
   forwardSignals,
   forwardSignalsFromSpawn,
@@ -95,9 +101,12 @@ export const NO_HOOKS: TurnHooks = {};
 
 /** How one proxy is wired to the world; tests pass their own streams and settings. */
 export interface ProxyOptions extends AgentLaunch {
-  /** The client's side: its requests come in on `input`, the agent's bytes go to `output`. */
-  input: Readable;
-  output: Writable;
+  /**
+   * The client's side: its requests come in on `input`, the agent's bytes go to `output`
+   * (Node streams, or the Bun-native ones of lib/proxy_io.ts).
+   */
+  input: Readable | ByteSource;
+  output: ByteSink;
   /** Where the agent's stderr (and turnguard's verbose lines) go. */
   stderr: Writable;
   /** Lines longer than this are passed through without being inspected. */
@@ -130,6 +139,8 @@ export interface ProxyOptions extends AgentLaunch {
   fs?: LogFs;
   /** Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the agent (off in in-process tests). */
   forwardSignals?: boolean;
+  /** Spawn the agent through node:child_process even under Bun (tests of that path). */
+  portableSpawn?: boolean;
 }
 
 /** How the proxy ended. */
@@ -235,29 +246,14 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
   const forwarding = opts.forwardSignals === false
     ? { attach: () => {}, stop: () => {} }
     : forwardSignalsFromSpawn((signal) => early.push(signal));
-  let child: ChildProcess;
-  try {
-    child = spawn(opts.command, opts.args, {
-      stdio: ["pipe", "pipe", "pipe"],
-      env: opts.env as NodeJS.ProcessEnv,
-      cwd: opts.cwd,
-      // A process group of its own: stopped as a whole (see signals.ts).
-      detached: true,
-    });
-  } catch (err) {
+  // A process group of its own: stopped as a whole (see signals.ts).
+  const child = await startAgent(opts, opts.portableSpawn === true);
+  if (child instanceof Error) {
     forwarding.stop();
-    return spawnFailure(opts.command, err);
+    return spawnFailure(opts.command, child);
   }
   forwarding.attach(child);
   const stopEarly = forwarding.stop;
-  const started = await new Promise<Error | null>((resolve) => {
-    child.once("spawn", () => resolve(null));
-    child.once("error", (err) => resolve(child.pid === undefined ? err : null));
-  });
-  if (started) {
-    stopEarly();
-    return spawnFailure(opts.command, started);
-  }
   // The early forwarding stops only once the proxy's own is in place: no gap in which a
   // signal would kill turnguard and leave the agent behind.
   return await new Proxy(opts, child, early).run(stopEarly);
@@ -271,7 +267,8 @@ function spawnFailure(command: string, err: unknown): ProxyResult {
 /** One proxied agent process and its client. */
 class Proxy {
   readonly #opts: ProxyOptions;
-  readonly #child: ChildProcess;
+  readonly #child: AgentProcess;
+  readonly #input: ByteSource;
   readonly #now: () => number;
   readonly #hooks: TurnHooks;
   /** How much message text each turn keeps (see ProxyOptions.keepReplyText). */
@@ -305,9 +302,10 @@ class Proxy {
   #guardFailed = false;
 
   /** `early`: the signals forwarded while the agent started. */
-  constructor(opts: ProxyOptions, child: ChildProcess, early: readonly string[] = []) {
+  constructor(opts: ProxyOptions, child: AgentProcess, early: readonly string[] = []) {
     this.#opts = opts;
     this.#child = child;
+    const input = this.#input = "start" in opts.input ? opts.input : nodeSource(opts.input);
     this.#signalled = early.length > 0;
     this.#now = opts.now ?? Date.now;
     this.#waits = opts.retryWaits ?? new RetryWaits();
@@ -322,22 +320,23 @@ class Proxy {
     const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
     this.#fromClient = new LineSplitter(limit);
     this.#fromAgent = new LineSplitter(limit);
-    this.#toAgent = new LineOutput(child.stdin!, (pause) => {
-      if (pause) opts.input.pause();
-      else if (!this.#agentGone) opts.input.resume();
+    this.#toAgent = new LineOutput(child.stdin, (pause) => {
+      if (pause) input.pause();
+      else if (!this.#agentGone) input.resume();
     });
     this.#toClient = new LineOutput(opts.output, (pause) => {
-      if (pause) child.stdout!.pause();
-      else child.stdout!.resume();
+      if (pause) child.stdout.pause();
+      else child.stdout.resume();
     });
   }
 
   async run(stopEarly: () => void = () => {}): Promise<ProxyResult> {
-    const { input, stderr } = this.#opts;
+    const { stderr } = this.#opts;
+    const input = this.#input;
     const child = this.#child;
     // Resolves once the agent exited and its output ended (or, held open by a grandchild,
     // stayed idle while nothing held it back): all of its bytes have been handed over.
-    const exited = waitForExit(child);
+    const exited = child.exited();
     const stopSignals = this.#opts.forwardSignals === false
       ? () => {}
       : forwardSignals(child, (signal) => {
@@ -347,12 +346,11 @@ class Proxy {
     stopEarly();
     const stopGroup = stopGroupOnExit(child);
 
-    child.stdin!.on("error", () => {}); // the agent closed its stdin or died
-    child.stderr!.on("data", (chunk: Uint8Array) => {
+    child.stderr.start((chunk) => {
       this.#stderrTail.push(chunk);
       stderr.write(chunk);
     });
-    child.stdout!.on("data", (chunk: Uint8Array) => {
+    child.stdout.start((chunk) => {
       this.#pump(
         this.#fromAgent,
         chunk,
@@ -369,19 +367,14 @@ class Proxy {
         (line) => this.#fromClientLine(line),
         (piece, end) => this.#clientPassing(piece, end),
       );
-    const onClientEnd = () => void this.#clientClosed();
-    input.on("data", onClientData);
-    input.once("end", onClientEnd);
-    input.on("error", onClientEnd);
+    input.start(onClientData, () => void this.#clientClosed());
     this.#opts.output.on("error", () => {}); // the client stopped reading: keep going
     if (this.#opts.turnTimeoutMs) this.#startTicker(this.#opts.turnTimeoutMs);
     const unlisten = this.#opts.retryWaits ? this.#waits.listen() : () => {};
 
     const exit = await exited;
     this.#agentGone = true;
-    input.off("data", onClientData);
-    input.off("end", onClientEnd);
-    input.pause();
+    input.stop();
     stopSignals();
     for (const t of this.#eofTimers) clearTimeout(t);
     if (this.#ticker) clearInterval(this.#ticker);
