@@ -357,6 +357,7 @@ class Proxy {
         this.#toClient,
         (line) => this.#fromAgentLine(line),
         (piece, end) => this.#agentPassing(piece, end),
+        (bytes, start, end) => this.#agentUpdate(bytes, start, end),
       );
     });
     const onClientData = (chunk: Uint8Array) =>
@@ -400,6 +401,8 @@ class Proxy {
   /**
    * Splits a chunk and forwards it. Untouched adjacent lines go out as one view of the
    * chunk, so a chunk costs one or two writes, not one per line; small pieces are joined.
+   * `quick` looks at a line inside the chunk by its offsets first (no view of it is made):
+   * true when it passes as it is, false to have it inspected.
    */
   #pump(
     splitter: LineSplitter,
@@ -407,6 +410,7 @@ class Proxy {
     out: LineOutput,
     inspect: (line: Uint8Array) => Verdict,
     passing: (piece: Uint8Array, end: boolean) => void = () => {},
+    quick?: (bytes: Uint8Array, start: number, end: number) => boolean,
   ): void {
     // Pieces to write, and the current run of adjacent bytes of this chunk (kept as
     // offsets until it is cut: adjacent bytes of the chunk are in their order).
@@ -420,6 +424,16 @@ class Proxy {
       pieces.push(chunk.subarray(runStart, runEnd));
       inRun = false;
     };
+    const addRun = (at: number, length: number) => {
+      if (inRun && runEnd === at) {
+        runEnd += length;
+      } else {
+        cutRun();
+        inRun = true;
+        runStart = at;
+        runEnd = at + length;
+      }
+    };
     const flush = () => {
       cutRun();
       if (pieces.length === 0) return;
@@ -429,32 +443,41 @@ class Proxy {
       pieces.length = 0;
       size = 0;
     };
-    splitter.push(chunk, (segment) => {
-      if (segment.kind === "pass") {
-        this.#guard("a long line", () => passing(segment.bytes, segment.end), undefined);
-      }
-      const verdict = segment.kind === "line"
-        ? this.#guard("a line", () => inspect(segment.bytes), PASS)
-        : PASS;
-      if (verdict === null) {
-        const length = segment.bytes.length;
-        size += length;
-        if (segment.at === -1) {
-          cutRun();
-          pieces.push(segment.bytes);
-        } else if (inRun && runEnd === segment.at) {
-          runEnd += length;
-        } else {
-          cutRun();
-          inRun = true;
-          runStart = segment.at;
-          runEnd = segment.at + length;
+    splitter.push(
+      chunk,
+      (segment) => {
+        if (segment.kind === "pass") {
+          this.#guard("a long line", () => passing(segment.bytes, segment.end), undefined);
         }
-        return;
-      }
-      flush();
-      this.#apply(verdict, out);
-    });
+        const verdict = segment.kind === "line"
+          ? this.#guard("a line", () => inspect(segment.bytes), PASS)
+          : PASS;
+        if (verdict === null) {
+          const length = segment.bytes.length;
+          size += length;
+          if (segment.at === -1) {
+            cutRun();
+            pieces.push(segment.bytes);
+          } else {
+            addRun(segment.at, length);
+          }
+          return;
+        }
+        flush();
+        this.#apply(verdict, out);
+      },
+      quick && ((start, end) => {
+        let passed: boolean;
+        try {
+          passed = quick(chunk, start, end);
+        } catch (err) {
+          this.#guardFailure("a line", err);
+          passed = true;
+        }
+        if (passed) size += end - start, addRun(start, end - start);
+        return passed;
+      }),
+    );
     flush();
   }
 
@@ -705,18 +728,26 @@ class Proxy {
 
   // ---------------------------------------------------------------- agent → client
 
+  /**
+   * A canonical `session/update` line, `bytes[start, end)`, known by its first bytes: it
+   * counts as output of its session's running turn, and passes as it is (true). False for
+   * any other line (inspected as a whole).
+   */
+  #agentUpdate(bytes: Uint8Array, start: number, end: number): boolean {
+    const peek = peekUpdate(bytes, start, end);
+    if (peek === null) return false;
+    const turn = this.#turns.size === 0
+      ? undefined
+      : this.#turns.forSessionBytes(bytes, peek.idStart, peek.idEnd);
+    if (turn) observeUpdateLine(turn, peek, bytes, this.#now());
+    return true;
+  }
+
   #fromAgentLine(line: Uint8Array): Verdict {
     // Cheap pre-checks: a canonical session/update is known by its first bytes; any other
     // line without an `"id"` key is a notification (or not JSON-RPC). Notifications only
     // matter while a turn runs.
-    const peek = peekUpdate(line);
-    if (peek) {
-      const turn = this.#turns.size === 0
-        ? undefined
-        : this.#turns.forSessionBytes(line, peek.idStart, peek.idEnd);
-      if (turn) observeUpdateLine(turn, peek, line, this.#now());
-      return PASS;
-    }
+    if (this.#agentUpdate(line, 0, line.length)) return PASS;
     if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#agentOpaque(message, line);
@@ -1107,14 +1138,18 @@ class Proxy {
     try {
       return read();
     } catch (err) {
-      if (!this.#guardFailed) {
-        this.#guardFailed = true;
-        this.#opts.stderr.write(
-          `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
-        );
-      }
+      this.#guardFailure(what, err);
       return fallback;
     }
+  }
+
+  /** Says once on stderr that reading a line failed (see `#guard`). */
+  #guardFailure(what: string, err: unknown): void {
+    if (this.#guardFailed) return;
+    this.#guardFailed = true;
+    this.#opts.stderr.write(
+      `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
+    );
   }
 
   #log(line: string): void {

@@ -233,7 +233,14 @@ function turn(keepText: TextKeeping = "reply"): Turn {
   });
 }
 
-const fakePeek = (kind: string): UpdatePeek => ({ idStart: 0, idEnd: 0, kind, end: 0 });
+const fakePeek = (kind: string): UpdatePeek => ({
+  lineStart: 0,
+  lineEnd: 2,
+  idStart: 0,
+  idEnd: 0,
+  kind,
+  end: 0,
+});
 
 describe("peek", () => {
   const head = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":';

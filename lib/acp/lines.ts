@@ -28,6 +28,13 @@ export type Segment =
 export type SegmentSink = (segment: Segment) => void;
 
 /**
+ * Looks at a complete line lying within the pushed chunk, `chunk[start, end)`, before a
+ * segment is made of it: true when it was dealt with (the consumer knows it by its
+ * offsets; no view of it is made). The common lines cost no allocation this way.
+ */
+export type LineLook = (start: number, end: number) => boolean;
+
+/**
  * Splits a byte stream into lines. Segments are subarrays of the pushed chunks whenever a
  * line lies within one chunk (no copy); only a line spanning chunks is joined.
  */
@@ -51,8 +58,11 @@ export class LineSplitter {
     return this.#oversize;
   }
 
-  /** Splits one chunk; `emit` is called for every segment it completes. */
-  push(chunk: Uint8Array, emit: SegmentSink): void {
+  /**
+   * Splits one chunk; `emit` is called for every segment it completes, except the lines
+   * `look` (when given) dealt with.
+   */
+  push(chunk: Uint8Array, emit: SegmentSink, look?: LineLook): void {
     if (chunk.length === 0) return;
     chunk = plainView(chunk);
     let start = 0;
@@ -91,6 +101,10 @@ export class LineSplitter {
     for (;;) {
       const nl = chunk.indexOf(LF, start);
       if (nl === -1) break;
+      if (look !== undefined && nl + 1 - start <= limit && look(start, nl + 1)) {
+        start = nl + 1;
+        continue;
+      }
       const bytes = chunk.subarray(start, nl + 1);
       emit(
         bytes.length > limit

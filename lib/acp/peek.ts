@@ -32,8 +32,15 @@ const KNOWN_KINDS = [
   "session_info_update",
 ].map((kind) => ({ kind, bytes: encoder.encode(kind) }));
 
-/** Where a canonical `session/update` line keeps its session and kind. */
+/**
+ * Where a canonical `session/update` line keeps its session and kind. Offsets are into the
+ * bytes given to `peekUpdate`, which may hold other lines around it (the proxy looks at
+ * lines inside the chunk they came in, without a view of each).
+ */
 export interface UpdatePeek {
+  /** The line is `bytes[lineStart, lineEnd)`, its terminator included. */
+  lineStart: number;
+  lineEnd: number;
   /** The session id's bytes are `line[idStart, idEnd)` (a plain JSON string, no escapes). */
   idStart: number;
   idEnd: number;
@@ -50,9 +57,8 @@ export function bytesAt(line: Uint8Array, at: number, bytes: Uint8Array): boolea
   return true;
 }
 
-/** The closing quote of a short JSON string with no escapes starting at `from`; else -1. */
-function plainStringEnd(line: Uint8Array, from: number, max: number): number {
-  const stop = Math.min(line.length, from + max);
+/** The closing quote of a JSON string with no escapes from `from`, before `stop`; else -1. */
+function plainStringEnd(line: Uint8Array, from: number, stop: number): number {
   for (let i = from; i < stop; i++) {
     const b = line[i];
     if (b === QUOTE) return i;
@@ -69,16 +75,30 @@ function kindAt(line: Uint8Array, start: number, end: number): string {
   return decoder.decode(line.subarray(start, end));
 }
 
-/** Where the session and kind of a canonical `session/update` line are; null otherwise. */
-export function peekUpdate(line: Uint8Array): UpdatePeek | null {
-  if (!bytesAt(line, 0, HEAD)) return null;
-  const idStart = HEAD.length;
-  const idEnd = plainStringEnd(line, idStart, 1024);
-  if (idEnd === -1 || !bytesAt(line, idEnd, MID)) return null;
+/**
+ * Where the session and kind of a canonical `session/update` line are; null otherwise. The
+ * line is `bytes[start, end)` (by default all of `bytes`).
+ */
+export function peekUpdate(
+  bytes: Uint8Array,
+  start = 0,
+  end: number = bytes.length,
+): UpdatePeek | null {
+  if (end - start < HEAD.length || !bytesAt(bytes, start, HEAD)) return null;
+  const idStart = start + HEAD.length;
+  const idEnd = plainStringEnd(bytes, idStart, Math.min(end, idStart + 1024));
+  if (idEnd === -1 || end - idEnd < MID.length || !bytesAt(bytes, idEnd, MID)) return null;
   const kindStart = idEnd + MID.length;
-  const kindEnd = plainStringEnd(line, kindStart, 128);
+  const kindEnd = plainStringEnd(bytes, kindStart, Math.min(end, kindStart + 128));
   if (kindEnd === -1) return null;
-  return { idStart, idEnd, kind: kindAt(line, kindStart, kindEnd), end: kindEnd + 1 };
+  return {
+    lineStart: start,
+    lineEnd: end,
+    idStart,
+    idEnd,
+    kind: kindAt(bytes, kindStart, kindEnd),
+    end: kindEnd + 1,
+  };
 }
 
 /** The session id of a peeked line, decoded. */
@@ -107,21 +127,90 @@ export interface TextSpan {
  * which is then parsed.
  */
 export function peekChunkText(line: Uint8Array, peek: UpdatePeek): TextSpan | null {
-  if (!bytesAt(line, peek.end, TEXT_HEAD)) return null;
+  const lineEnd = peek.lineEnd;
+  if (lineEnd - peek.end < TEXT_HEAD.length || !bytesAt(line, peek.end, TEXT_HEAD)) return null;
   const start = peek.end + TEXT_HEAD.length;
-  const close = line.indexOf(QUOTE, start);
-  if (close === -1) return null;
-  const escape = line.indexOf(BACKSLASH, start);
-  if (escape !== -1 && escape < close) return null;
-  if (!bytesAt(line, close, TEXT_TAIL)) return null;
-  const rest = line.length - (close + TEXT_TAIL.length);
-  const tailOk = rest === 0 || (rest === 1 && line[line.length - 1] === 0x0a) ||
-    (rest === 2 && line[line.length - 2] === 0x0d && line[line.length - 1] === 0x0a);
+  // One pass over the text: its end found, checked for escapes and control characters,
+  // and measured at once.
+  const units = measureText(line, start, lineEnd);
+  if (units === NOT_PLAIN) return null;
+  const close = textEnd;
+  if (lineEnd - close < TEXT_TAIL.length || !bytesAt(line, close, TEXT_TAIL)) return null;
+  const rest = lineEnd - (close + TEXT_TAIL.length);
+  const tailOk = rest === 0 || (rest === 1 && line[lineEnd - 1] === 0x0a) ||
+    (rest === 2 && line[lineEnd - 2] === 0x0d && line[lineEnd - 1] === 0x0a);
   if (!tailOk) return null;
-  // One pass over the text: it is checked for control characters and measured at once.
-  const units = measureUtf8(line, start, close, true);
-  if (units === HAS_CONTROL) return null;
   return { start, end: close, units };
+}
+
+/** What measureText answers for text with an escape or a control character (or unclosed). */
+const NOT_PLAIN = -1;
+/** Where the text measureText last measured ends (its closing quote). */
+let textEnd = 0;
+
+/**
+ * Measures a JSON string's text from `start` to its closing quote (set in `textEnd`),
+ * before `stop`: its length in UTF-16 units, null when it is not well-formed UTF-8, and
+ * NOT_PLAIN when it holds an escape or a control character or is not closed before `stop`.
+ */
+function measureText(bytes: Uint8Array, start: number, stop: number): number | null {
+  let n = 0;
+  for (let i = start; i < stop; i++) {
+    const b = bytes[i];
+    if (b < 0x80) {
+      if (b === QUOTE) {
+        textEnd = i;
+        return n;
+      }
+      if (b === BACKSLASH || b < 0x20) return NOT_PLAIN;
+      n++;
+      continue;
+    }
+    const extra = sequenceLength(bytes, i, stop);
+    if (extra === 0) return plainEnd(bytes, i, stop) ? null : NOT_PLAIN;
+    n += extra === 3 ? 2 : 1;
+    i += extra;
+  }
+  return NOT_PLAIN;
+}
+
+/** The malformed text goes on to its closing quote (set in `textEnd`) without escapes. */
+function plainEnd(bytes: Uint8Array, from: number, stop: number): boolean {
+  for (let i = from; i < stop; i++) {
+    const b = bytes[i];
+    if (b === QUOTE) {
+      textEnd = i;
+      return true;
+    }
+    if (b === BACKSLASH || b < 0x20) return false;
+  }
+  return false;
+}
+
+/**
+ * The number of continuation bytes of the well-formed UTF-8 sequence that starts with the
+ * byte `bytes[i]` (at least 0x80) and ends before `end`; 0 when it is not well-formed.
+ */
+function sequenceLength(bytes: Uint8Array, i: number, end: number): number {
+  const b = bytes[i];
+  let extra: number;
+  let low = 0x80;
+  let high = 0xbf;
+  if (b >= 0xc2 && b <= 0xdf) extra = 1;
+  else if (b >= 0xe0 && b <= 0xef) {
+    extra = 2;
+    if (b === 0xe0) low = 0xa0;
+    if (b === 0xed) high = 0x9f;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    extra = 3;
+    if (b === 0xf0) low = 0x90;
+    if (b === 0xf4) high = 0x8f;
+  } else return 0;
+  if (i + extra >= end) return 0;
+  const second = bytes[i + 1];
+  if (second < low || second > high) return 0;
+  for (let k = 2; k <= extra; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return 0;
+  return extra;
 }
 
 /**
@@ -146,57 +235,16 @@ export function spanText(line: Uint8Array, span: TextSpan): string {
  * characters decide the length then).
  */
 export function utf16Length(bytes: Uint8Array, start: number, end: number): number | null {
-  return measureUtf8(bytes, start, end, false);
-}
-
-/** What measureUtf8 answers when asked to refuse control characters and one is there. */
-const HAS_CONTROL = -1;
-
-/**
- * utf16Length, optionally refusing control characters (bytes below 0x20) on the way:
- * HAS_CONTROL when one is found, whether or not the bytes are well-formed.
- */
-function measureUtf8(
-  bytes: Uint8Array,
-  start: number,
-  end: number,
-  refuseControl: boolean,
-): number | null {
   let n = 0;
   for (let i = start; i < end; i++) {
-    const b = bytes[i];
-    if (b < 0x80) {
-      if (b < 0x20 && refuseControl) return HAS_CONTROL;
+    if (bytes[i] < 0x80) {
       n++;
       continue;
     }
-    let extra: number;
-    let low = 0x80;
-    let high = 0xbf;
-    if (b >= 0xc2 && b <= 0xdf) extra = 1;
-    else if (b >= 0xe0 && b <= 0xef) {
-      extra = 2;
-      if (b === 0xe0) low = 0xa0;
-      if (b === 0xed) high = 0x9f;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      extra = 3;
-      if (b === 0xf0) low = 0x90;
-      if (b === 0xf4) high = 0x8f;
-    } else return malformed(bytes, i, end, refuseControl);
-    if (i + extra >= end) return malformed(bytes, i, end, refuseControl);
-    const second = bytes[i + 1];
-    if (second < low || second > high) return malformed(bytes, i, end, refuseControl);
-    for (let k = 2; k <= extra; k++) {
-      if ((bytes[i + k] & 0xc0) !== 0x80) return malformed(bytes, i, end, refuseControl);
-    }
+    const extra = sequenceLength(bytes, i, end);
+    if (extra === 0) return null;
     n += extra === 3 ? 2 : 1;
     i += extra;
   }
   return n;
-}
-
-/** Not well-formed from `from` on: null, or HAS_CONTROL when a control character follows. */
-function malformed(bytes: Uint8Array, from: number, end: number, refuseControl: boolean) {
-  if (refuseControl) { for (let i = from; i < end; i++) if (bytes[i] < 0x20) return HAS_CONTROL; }
-  return null;
 }
