@@ -12,8 +12,47 @@
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const HEAD = encoder.encode('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"');
-const MID = encoder.encode('","update":{"sessionUpdate":"');
+
+/** Bytes to match, also as little-endian 32-bit words (compared four bytes at a time). */
+interface Pattern {
+  bytes: Uint8Array;
+  words: Uint32Array;
+}
+
+function pattern(text: string): Pattern {
+  const bytes = encoder.encode(text);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const words = new Uint32Array(bytes.length >> 2);
+  for (let i = 0; i < words.length; i++) words[i] = view.getUint32(i * 4, true);
+  return { bytes, words };
+}
+
+/** Byte arrays up to this size keep their DataView between calls (a chunk's lines). */
+const VIEW_CACHE_MAX = 1024 * 1024;
+let viewBytes: Uint8Array | null = null;
+let cachedView: DataView | null = null;
+
+/** A DataView of `bytes`; the same one for the lines of one chunk. */
+function viewOf(bytes: Uint8Array): DataView {
+  if (bytes === viewBytes) return cachedView!;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  if (bytes.length <= VIEW_CACHE_MAX) viewBytes = bytes, cachedView = view;
+  return view;
+}
+
+/** True when `bytes` holds `p` at `at`; the caller checked that it fits. */
+function matchAt(view: DataView, bytes: Uint8Array, at: number, p: Pattern): boolean {
+  const words = p.words;
+  for (let i = 0; i < words.length; i++) {
+    if (view.getUint32(at + 4 * i, true) !== words[i]) return false;
+  }
+  const all = p.bytes;
+  for (let i = words.length * 4; i < all.length; i++) if (bytes[at + i] !== all[i]) return false;
+  return true;
+}
+
+const HEAD = pattern('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"');
+const MID = pattern('","update":{"sessionUpdate":"');
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
@@ -84,11 +123,15 @@ export function peekUpdate(
   start = 0,
   end: number = bytes.length,
 ): UpdatePeek | null {
-  if (end - start < HEAD.length || !bytesAt(bytes, start, HEAD)) return null;
-  const idStart = start + HEAD.length;
+  if (end - start < HEAD.bytes.length) return null;
+  const view = viewOf(bytes);
+  if (!matchAt(view, bytes, start, HEAD)) return null;
+  const idStart = start + HEAD.bytes.length;
   const idEnd = plainStringEnd(bytes, idStart, Math.min(end, idStart + 1024));
-  if (idEnd === -1 || end - idEnd < MID.length || !bytesAt(bytes, idEnd, MID)) return null;
-  const kindStart = idEnd + MID.length;
+  if (idEnd === -1 || end - idEnd < MID.bytes.length || !matchAt(view, bytes, idEnd, MID)) {
+    return null;
+  }
+  const kindStart = idEnd + MID.bytes.length;
   const kindEnd = plainStringEnd(bytes, kindStart, Math.min(end, kindStart + 128));
   if (kindEnd === -1) return null;
   return {
@@ -106,7 +149,7 @@ export function peekedSessionId(line: Uint8Array, peek: UpdatePeek): string {
   return decoder.decode(line.subarray(peek.idStart, peek.idEnd));
 }
 
-const TEXT_HEAD = encoder.encode(',"content":{"type":"text","text":"');
+const TEXT_HEAD = pattern(',"content":{"type":"text","text":"');
 const TEXT_TAIL = encoder.encode('"}}}}');
 
 /** Where the text of a canonical `agent_message_chunk` line is: `line[start, end)`. */
@@ -128,8 +171,9 @@ export interface TextSpan {
  */
 export function peekChunkText(line: Uint8Array, peek: UpdatePeek): TextSpan | null {
   const lineEnd = peek.lineEnd;
-  if (lineEnd - peek.end < TEXT_HEAD.length || !bytesAt(line, peek.end, TEXT_HEAD)) return null;
-  const start = peek.end + TEXT_HEAD.length;
+  if (lineEnd - peek.end < TEXT_HEAD.bytes.length) return null;
+  if (!matchAt(viewOf(line), line, peek.end, TEXT_HEAD)) return null;
+  const start = peek.end + TEXT_HEAD.bytes.length;
   // One pass over the text: its end found, checked for escapes and control characters,
   // and measured at once.
   const units = measureText(line, start, lineEnd);
