@@ -351,13 +351,15 @@ class Proxy {
       stderr.write(chunk);
     });
     child.stdout.start((chunk) => {
+      // One clock reading per chunk for its session/update lines (read within it).
+      const now = this.#now();
       this.#pump(
         this.#fromAgent,
         chunk,
         this.#toClient,
         (line) => this.#fromAgentLine(line),
         (piece, end) => this.#agentPassing(piece, end),
-        (bytes, start, end) => this.#agentUpdate(bytes, start, end),
+        (bytes, start, end) => this.#agentUpdate(bytes, start, end, now),
       );
     });
     const onClientData = (chunk: Uint8Array) =>
@@ -733,13 +735,13 @@ class Proxy {
    * counts as output of its session's running turn, and passes as it is (true). False for
    * any other line (inspected as a whole).
    */
-  #agentUpdate(bytes: Uint8Array, start: number, end: number): boolean {
+  #agentUpdate(bytes: Uint8Array, start: number, end: number, now: number): boolean {
     const peek = peekUpdate(bytes, start, end);
     if (peek === null) return false;
     const turn = this.#turns.size === 0
       ? undefined
       : this.#turns.forSessionBytes(bytes, peek.idStart, peek.idEnd);
-    if (turn) observeUpdateLine(turn, peek, bytes, this.#now());
+    if (turn) observeUpdateLine(turn, peek, bytes, now);
     return true;
   }
 
@@ -747,7 +749,7 @@ class Proxy {
     // Cheap pre-checks: a canonical session/update is known by its first bytes; any other
     // line without an `"id"` key is a notification (or not JSON-RPC). Notifications only
     // matter while a turn runs.
-    if (this.#agentUpdate(line, 0, line.length)) return PASS;
+    if (this.#agentUpdate(line, 0, line.length, this.#now())) return PASS;
     if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#agentOpaque(message, line);

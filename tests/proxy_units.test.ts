@@ -298,6 +298,45 @@ describe("peek", () => {
     }
   });
 
+  test("property: a chunk's text inside a run of lines is measured as the decoder does, or declined", () => {
+    let seed = 29;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const samples = ["abcd", "a", " ", "é", "€", "😀", "日本", '"', "\\", "\u0001", "\t"]
+      .map((x) => [...enc(x)]);
+    let measured = 0;
+    for (let round = 0; round < 3000; round++) {
+      const text: number[] = [];
+      for (let i = 0; i < Math.floor(rand() * 40); i++) {
+        if (rand() < 0.03) text.push(Math.floor(rand() * 256));
+        else text.push(...samples[Math.floor(rand() * samples.length)]);
+      }
+      const [before, after] = dec(chunk("MARK")).split("MARK");
+      const line = [...enc(before), ...text, ...enc(after)];
+      // The line lies inside other bytes, looked at by its offsets.
+      const lead = [...enc("x".repeat(Math.floor(rand() * 7)) + "\n")];
+      const all = new Uint8Array([...lead, ...line, ...enc("{}\n")]);
+      const alone = new Uint8Array(line);
+      const peek = peekUpdate(all, lead.length, lead.length + line.length);
+      const inside = peek && peekChunkText(all, peek);
+      const span = peekChunkText(alone, peekUpdate(alone)!);
+      expect(inside === null ? null : [inside.start - lead.length, inside.units]).toEqual(
+        span === null ? null : [span.start, span.units],
+      );
+      const raw = new Uint8Array(text);
+      const hasEscapeOrControl = text.some((b) => b < 0x20 || b === 0x5c || b === 0x22);
+      if (hasEscapeOrControl) {
+        // Declined, or (a quote) ended early and refused by the line's tail.
+        if (span !== null) expect(text.includes(0x22)).toBe(true);
+        continue;
+      }
+      expect(span).not.toBeNull();
+      if (span!.units === null) continue;
+      measured++;
+      expect(span!.units).toBe(dec(raw).length);
+    }
+    expect(measured).toBeGreaterThan(300);
+  });
+
   test("property: utf16Length agrees with the decoder, or declines", () => {
     let seed = 11;
     const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;

@@ -69,7 +69,7 @@ const KNOWN_KINDS = [
   "current_mode_update",
   "config_option_update",
   "session_info_update",
-].map((kind) => ({ kind, bytes: encoder.encode(kind) }));
+].map((kind) => ({ kind, pattern: pattern(kind) }));
 
 /**
  * Where a canonical `session/update` line keeps its session and kind. Offsets are into the
@@ -108,8 +108,10 @@ function plainStringEnd(line: Uint8Array, from: number, stop: number): number {
 
 function kindAt(line: Uint8Array, start: number, end: number): string {
   const length = end - start;
-  for (const { kind, bytes } of KNOWN_KINDS) {
-    if (bytes.length === length && bytesAt(line, start, bytes)) return kind;
+  const view = viewOf(line);
+  for (let i = 0; i < KNOWN_KINDS.length; i++) {
+    const { kind, pattern } = KNOWN_KINDS[i];
+    if (pattern.bytes.length === length && matchAt(view, line, start, pattern)) return kind;
   }
   return decoder.decode(line.subarray(start, end));
 }
@@ -198,8 +200,22 @@ let textEnd = 0;
  * NOT_PLAIN when it holds an escape or a control character or is not closed before `stop`.
  */
 function measureText(bytes: Uint8Array, start: number, stop: number): number | null {
+  const view = viewOf(bytes);
   let n = 0;
   for (let i = start; i < stop; i++) {
+    // Four bytes at a time while they are plain ASCII (no quote, backslash or control).
+    while (i + 4 <= stop) {
+      const w = view.getUint32(i, true);
+      if ((w & 0x80808080) !== 0) break;
+      const quote = w ^ 0x22222222;
+      const backslash = w ^ 0x5c5c5c5c;
+      const special = ((w - 0x20202020) & ~w) | ((quote - 0x01010101) & ~quote) |
+        ((backslash - 0x01010101) & ~backslash);
+      if ((special & 0x80808080) !== 0) break;
+      n += 4;
+      i += 4;
+    }
+    if (i >= stop) break;
     const b = bytes[i];
     if (b < 0x80) {
       if (b === QUOTE) {
