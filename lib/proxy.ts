@@ -351,15 +351,16 @@ class Proxy {
       stderr.write(chunk);
     });
     child.stdout.start((chunk) => {
-      // One clock reading per chunk for its session/update lines (read within it).
-      const now = this.#now();
+      // One clock reading per chunk for its session/update lines, taken by the first of
+      // them (inside the pump's guard).
+      let now: number | null = null;
       this.#pump(
         this.#fromAgent,
         chunk,
         this.#toClient,
         (line) => this.#fromAgentLine(line),
         (piece, end) => this.#agentPassing(piece, end),
-        (bytes, start, end) => this.#agentUpdate(bytes, start, end, now),
+        (bytes, start, end) => this.#agentUpdate(bytes, start, end, now ??= this.#now()),
       );
     });
     const onClientData = (chunk: Uint8Array) =>
