@@ -139,8 +139,6 @@ export interface ProxyOptions extends AgentLaunch {
   fs?: LogFs;
   /** Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the agent (off in in-process tests). */
   forwardSignals?: boolean;
-  /** Spawn the agent through node:child_process even under Bun (tests of that path). */
-  portableSpawn?: boolean;
 }
 
 /** How the proxy ended. */
@@ -247,7 +245,7 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
     ? { attach: () => {}, stop: () => {} }
     : forwardSignalsFromSpawn((signal) => early.push(signal));
   // A process group of its own: stopped as a whole (see signals.ts).
-  const child = await startAgent(opts, opts.portableSpawn === true);
+  const child = await startAgent(opts);
   if (child instanceof Error) {
     forwarding.stop();
     return spawnFailure(opts.command, child);

@@ -62,13 +62,10 @@ export interface AgentCommand {
 
 /**
  * Starts the agent in a process group of its own; resolves once it runs, or with the
- * error that kept it from starting. `portable`: the Node path even under Bun (tests).
+ * error that kept it from starting. Bun-native under Bun, else node:child_process.
  */
-export async function startAgent(
-  launch: AgentCommand,
-  portable = false,
-): Promise<AgentProcess | Error> {
-  return bun && !portable ? startBunAgent(launch) : await startNodeAgent(launch);
+export async function startAgent(launch: AgentCommand): Promise<AgentProcess | Error> {
+  return bun ? startBunAgent(launch) : await startNodeAgent(launch);
 }
 
 // ---------------------------------------------------------------- the portable path
@@ -143,13 +140,14 @@ class StreamSource implements ByteSource {
   #gate: Promise<void> | null = null;
   #open: (() => void) | null = null;
   #stopped = false;
-  /** When the last chunk came; whether a read is held back. */
+  /** When the last chunk came. */
   movedAt = Date.now();
   /** Resolves once the stream ended (or was stopped). */
   done: Promise<void> = Promise.resolve();
 
   constructor(readonly stream: () => ReadableStream<Uint8Array>) {}
 
+  /** Whether the next read is held back (its reader is slow). */
   get paused(): boolean {
     return this.#gate !== null;
   }
