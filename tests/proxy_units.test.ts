@@ -61,6 +61,32 @@ function split(limit: number, chunks: string[], end = true): Array<[string, stri
 }
 
 describe("LineSplitter", () => {
+  test("a long line spanning many chunks comes out whole, or passes when it goes over", () => {
+    const text = new Uint8Array(3 * 1024 * 1024 + 5);
+    for (let i = 0; i < text.length; i++) text[i] = 0x61 + (i % 26);
+    text[text.length - 1] = 0x0a;
+    const feed = (limit: number) => {
+      const splitter = new LineSplitter(limit);
+      const out: Segment[] = [];
+      splitter.push(enc("a\nb"), (seg) => out.push({ ...seg, bytes: seg.bytes.slice() }));
+      for (let at = 0; at < text.length; at += 70_000) {
+        splitter.push(text.subarray(at, at + 70_000), (seg) => out.push(seg));
+      }
+      splitter.push(enc("z\n"), (seg) => out.push(seg));
+      return out;
+    };
+    const whole = new Uint8Array([0x62, ...text]);
+    // Held (past the size where it grows in one buffer), then one line.
+    const held = feed(8 * 1024 * 1024);
+    expect(held.map((s) => s.kind)).toEqual(["line", "line", "line"]);
+    expect(Buffer.compare(Buffer.from(held[1].bytes), Buffer.from(whole))).toBe(0);
+    // Over a limit it reaches while held: what was held passes, then the rest.
+    const passed = feed(2 * 1024 * 1024);
+    const pieces = passed.filter((s) => s.kind === "pass").map((s) => s.bytes);
+    expect(Buffer.compare(Buffer.concat(pieces), Buffer.from(whole))).toBe(0);
+    expect(passed.at(-1)).toMatchObject({ kind: "line" });
+  });
+
   test.each(
     [
       ["one chunk, several lines", 100, ["a\nbb\r\n\nccc\n"], [
