@@ -7,7 +7,6 @@
  * parts live in lib/acp/.
  */
 import { Buffer } from "node:buffer";
-import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { errorText } from "./errors.ts";
 import { commandProblem } from "./spawn_problem.ts";
@@ -61,7 +60,14 @@ import { withPluginBudget } from "./plugin_budget.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
 import { Tail } from "./byte_window.ts";
-import { type AgentLaunch, STDERR_TAIL_BYTES, waitForExit } from "./run.ts";
+import { type AgentLaunch, STDERR_TAIL_BYTES } from "./run.ts";
+import {
+  type AgentProcess,
+  type ByteSink,
+  type ByteSource,
+  nodeSource,
+  startAgent,
+} from "./proxy_io.ts";
 import {
   forwardSignals,
   forwardSignalsFromSpawn,
@@ -97,9 +103,12 @@ export const NO_HOOKS: TurnHooks = {};
 
 /** How one proxy is wired to the world; tests pass their own streams and settings. */
 export interface ProxyOptions extends AgentLaunch {
-  /** The client's side: its requests come in on `input`, the agent's bytes go to `output`. */
-  input: Readable;
-  output: Writable;
+  /**
+   * The client's side: its requests come in on `input`, the agent's bytes go to `output`
+   * (Node streams, or the Bun-native ones of lib/proxy_io.ts).
+   */
+  input: Readable | ByteSource;
+  output: ByteSink;
   /** Where the agent's stderr (and turnguard's verbose lines) go. */
   stderr: Writable;
   /** Lines longer than this are passed through without being inspected. */
@@ -239,29 +248,14 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
   const forwarding = opts.forwardSignals === false
     ? { attach: () => {}, stop: () => {} }
     : forwardSignalsFromSpawn((signal) => early.push(signal));
-  let child: ChildProcess;
-  try {
-    child = spawn(opts.command, opts.args, {
-      stdio: ["pipe", "pipe", "pipe"],
-      env: opts.env as NodeJS.ProcessEnv,
-      cwd: opts.cwd,
-      // A process group of its own: stopped as a whole (see signals.ts).
-      detached: true,
-    });
-  } catch (err) {
+  // A process group of its own: stopped as a whole (see signals.ts).
+  const child = await startAgent(opts);
+  if (child instanceof Error) {
     forwarding.stop();
-    return await spawnFailure(opts, err);
+    return await spawnFailure(opts, child);
   }
   forwarding.attach(child);
   const stopEarly = forwarding.stop;
-  const started = await new Promise<Error | null>((resolve) => {
-    child.once("spawn", () => resolve(null));
-    child.once("error", (err) => resolve(child.pid === undefined ? err : null));
-  });
-  if (started) {
-    stopEarly();
-    return await spawnFailure(opts, started);
-  }
   // The early forwarding stops only once the proxy's own is in place: no gap in which a
   // signal would kill turnguard and leave the agent behind.
   return await new Proxy(opts, child, early).run(stopEarly);
@@ -271,7 +265,7 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
 async function spawnFailure(opts: ProxyOptions, err: unknown): Promise<ProxyResult> {
   const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
   await answerUnstarted({
-    input: opts.input,
+    input: "start" in opts.input ? opts.input : nodeSource(opts.input),
     output: opts.output,
     message: `turnguard: the agent could not be started: ${message}`,
     exitCode,
@@ -283,7 +277,8 @@ async function spawnFailure(opts: ProxyOptions, err: unknown): Promise<ProxyResu
 /** One proxied agent process and its client. */
 class Proxy {
   readonly #opts: ProxyOptions;
-  readonly #child: ChildProcess;
+  readonly #child: AgentProcess;
+  readonly #input: ByteSource;
   readonly #now: () => number;
   readonly #hooks: TurnHooks;
   /** How much message text each turn keeps (see ProxyOptions.keepReplyText). */
@@ -317,9 +312,10 @@ class Proxy {
   #guardFailed = false;
 
   /** `early`: the signals forwarded while the agent started. */
-  constructor(opts: ProxyOptions, child: ChildProcess, early: readonly string[] = []) {
+  constructor(opts: ProxyOptions, child: AgentProcess, early: readonly string[] = []) {
     this.#opts = opts;
     this.#child = child;
+    const input = this.#input = "start" in opts.input ? opts.input : nodeSource(opts.input);
     this.#signalled = early.length > 0;
     this.#now = opts.now ?? Date.now;
     this.#waits = opts.retryWaits ?? new RetryWaits();
@@ -334,22 +330,23 @@ class Proxy {
     const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
     this.#fromClient = new LineSplitter(limit);
     this.#fromAgent = new LineSplitter(limit);
-    this.#toAgent = new LineOutput(child.stdin!, (pause) => {
-      if (pause) opts.input.pause();
-      else if (!this.#agentGone) opts.input.resume();
+    this.#toAgent = new LineOutput(child.stdin, (pause) => {
+      if (pause) input.pause();
+      else if (!this.#agentGone) input.resume();
     });
     this.#toClient = new LineOutput(opts.output, (pause) => {
-      if (pause) child.stdout!.pause();
-      else child.stdout!.resume();
+      if (pause) child.stdout.pause();
+      else child.stdout.resume();
     });
   }
 
   async run(stopEarly: () => void = () => {}): Promise<ProxyResult> {
-    const { input, stderr } = this.#opts;
+    const { stderr } = this.#opts;
+    const input = this.#input;
     const child = this.#child;
     // Resolves once the agent exited and its output ended (or, held open by a grandchild,
     // stayed idle while nothing held it back): all of its bytes have been handed over.
-    const exited = waitForExit(child);
+    const exited = child.exited();
     const stopSignals = this.#opts.forwardSignals === false
       ? () => {}
       : forwardSignals(child, (signal) => {
@@ -359,18 +356,21 @@ class Proxy {
     stopEarly();
     const stopGroup = stopGroupOnExit(child);
 
-    child.stdin!.on("error", () => {}); // the agent closed its stdin or died
-    child.stderr!.on("data", (chunk: Uint8Array) => {
+    child.stderr.start((chunk) => {
       this.#stderrTail.push(chunk);
       stderr.write(chunk);
     });
-    child.stdout!.on("data", (chunk: Uint8Array) => {
+    child.stdout.start((chunk) => {
+      // One clock reading per chunk for its session/update lines, taken by the first of
+      // them (inside the pump's guard).
+      let now: number | null = null;
       this.#pump(
         this.#fromAgent,
         chunk,
         this.#toClient,
         (line) => this.#fromAgentLine(line),
         (piece, end) => this.#agentPassing(piece, end),
+        (bytes, start, end) => this.#agentUpdate(bytes, start, end, now ??= this.#now()),
       );
     });
     const onClientData = (chunk: Uint8Array) =>
@@ -381,19 +381,14 @@ class Proxy {
         (line) => this.#fromClientLine(line),
         (piece, end) => this.#clientPassing(piece, end),
       );
-    const onClientEnd = () => void this.#clientClosed();
-    input.on("data", onClientData);
-    input.once("end", onClientEnd);
-    input.on("error", onClientEnd);
+    input.start(onClientData, () => void this.#clientClosed());
     this.#opts.output.on("error", () => {}); // the client stopped reading: keep going
     if (this.#opts.turnTimeoutMs) this.#startTicker(this.#opts.turnTimeoutMs);
     const unlisten = this.#opts.retryWaits ? this.#waits.listen() : () => {};
 
     const exit = await exited;
     this.#agentGone = true;
-    input.off("data", onClientData);
-    input.off("end", onClientEnd);
-    input.pause();
+    input.stop();
     stopSignals();
     for (const t of this.#eofTimers) clearTimeout(t);
     if (this.#ticker) clearInterval(this.#ticker);
@@ -419,6 +414,8 @@ class Proxy {
   /**
    * Splits a chunk and forwards it. Untouched adjacent lines go out as one view of the
    * chunk, so a chunk costs one or two writes, not one per line; small pieces are joined.
+   * `quick` looks at a line inside the chunk by its offsets first (no view of it is made):
+   * true when it passes as it is, false to have it inspected.
    */
   #pump(
     splitter: LineSplitter,
@@ -426,6 +423,7 @@ class Proxy {
     out: LineOutput,
     inspect: (line: Uint8Array) => Verdict,
     passing: (piece: Uint8Array, end: boolean) => void = () => {},
+    quick?: (bytes: Uint8Array, start: number, end: number) => boolean,
   ): void {
     // Pieces to write, and the current run of adjacent bytes of this chunk (kept as
     // offsets until it is cut: adjacent bytes of the chunk are in their order).
@@ -439,6 +437,16 @@ class Proxy {
       pieces.push(chunk.subarray(runStart, runEnd));
       inRun = false;
     };
+    const addRun = (at: number, length: number) => {
+      if (inRun && runEnd === at) {
+        runEnd += length;
+      } else {
+        cutRun();
+        inRun = true;
+        runStart = at;
+        runEnd = at + length;
+      }
+    };
     const flush = () => {
       cutRun();
       if (pieces.length === 0) return;
@@ -448,32 +456,41 @@ class Proxy {
       pieces.length = 0;
       size = 0;
     };
-    splitter.push(chunk, (segment) => {
-      if (segment.kind === "pass") {
-        this.#guard("a long line", () => passing(segment.bytes, segment.end), undefined);
-      }
-      const verdict = segment.kind === "line"
-        ? this.#guard("a line", () => inspect(segment.bytes), PASS)
-        : PASS;
-      if (verdict === null) {
-        const length = segment.bytes.length;
-        size += length;
-        if (segment.at === -1) {
-          cutRun();
-          pieces.push(segment.bytes);
-        } else if (inRun && runEnd === segment.at) {
-          runEnd += length;
-        } else {
-          cutRun();
-          inRun = true;
-          runStart = segment.at;
-          runEnd = segment.at + length;
+    splitter.push(
+      chunk,
+      (segment) => {
+        if (segment.kind === "pass") {
+          this.#guard("a long line", () => passing(segment.bytes, segment.end), undefined);
         }
-        return;
-      }
-      flush();
-      this.#apply(verdict, out);
-    });
+        const verdict = segment.kind === "line"
+          ? this.#guard("a line", () => inspect(segment.bytes), PASS)
+          : PASS;
+        if (verdict === null) {
+          const length = segment.bytes.length;
+          size += length;
+          if (segment.at === -1) {
+            cutRun();
+            pieces.push(segment.bytes);
+          } else {
+            addRun(segment.at, length);
+          }
+          return;
+        }
+        flush();
+        this.#apply(verdict, out);
+      },
+      quick && ((start, end) => {
+        let passed: boolean;
+        try {
+          passed = quick(chunk, start, end);
+        } catch (err) {
+          this.#guardFailure("a line", err);
+          passed = true;
+        }
+        if (passed) size += end - start, addRun(start, end - start);
+        return passed;
+      }),
+    );
     flush();
   }
 
@@ -724,18 +741,26 @@ class Proxy {
 
   // ---------------------------------------------------------------- agent → client
 
+  /**
+   * A canonical `session/update` line, `bytes[start, end)`, known by its first bytes: it
+   * counts as output of its session's running turn, and passes as it is (true). False for
+   * any other line (inspected as a whole).
+   */
+  #agentUpdate(bytes: Uint8Array, start: number, end: number, now: number): boolean {
+    const peek = peekUpdate(bytes, start, end);
+    if (peek === null) return false;
+    const turn = this.#turns.size === 0
+      ? undefined
+      : this.#turns.forSessionBytes(bytes, peek.idStart, peek.idEnd);
+    if (turn) observeUpdateLine(turn, peek, bytes, now);
+    return true;
+  }
+
   #fromAgentLine(line: Uint8Array): Verdict {
     // Cheap pre-checks: a canonical session/update is known by its first bytes; any other
     // line without an `"id"` key is a notification (or not JSON-RPC). Notifications only
     // matter while a turn runs.
-    const peek = peekUpdate(line);
-    if (peek) {
-      const turn = this.#turns.size === 0
-        ? undefined
-        : this.#turns.forSessionBytes(line, peek.idStart, peek.idEnd);
-      if (turn) observeUpdateLine(turn, peek, line, this.#now());
-      return PASS;
-    }
+    if (this.#agentUpdate(line, 0, line.length, this.#now())) return PASS;
     if (this.#turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#agentOpaque(message, line);
@@ -1126,14 +1151,18 @@ class Proxy {
     try {
       return read();
     } catch (err) {
-      if (!this.#guardFailed) {
-        this.#guardFailed = true;
-        this.#opts.stderr.write(
-          `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
-        );
-      }
+      this.#guardFailure(what, err);
       return fallback;
     }
+  }
+
+  /** Says once on stderr that reading a line failed (see `#guard`). */
+  #guardFailure(what: string, err: unknown): void {
+    if (this.#guardFailed) return;
+    this.#guardFailed = true;
+    this.#opts.stderr.write(
+      `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
+    );
   }
 
   #log(line: string): void {

@@ -106,7 +106,7 @@ export function stderrCause(
 
 export { STREAM_GRACE_MS };
 /** The second look of an idle check (see waitForExit). */
-const IDLE_RECHECK_MS = 50;
+export const IDLE_RECHECK_MS = 50;
 
 /**
  * Waits for the agent to exit, then for its output streams to end. A grandchild the

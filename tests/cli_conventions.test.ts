@@ -20,6 +20,7 @@ import { RETRY_OPTIONS } from "../lib/cli/retry.ts";
 import { SCAN_OPTIONS } from "../lib/cli/scan.ts";
 import { CHECK_OPTIONS } from "../lib/cli/check.ts";
 import { answerUnstarted, unstartedAnswers } from "../lib/acp/unstarted.ts";
+import { nodeSource } from "../lib/proxy_io.ts";
 import { BUN, homeEnv, MAIN, ROOT, turnguard } from "./helpers/cli.ts";
 
 setDefaultTimeout(30_000);
@@ -345,11 +346,22 @@ describe("proxy: an agent that cannot start answers the client instead of a blan
     const output = new PassThrough();
     const written: Buffer[] = [];
     output.on("data", (c: Buffer) => written.push(c));
-    await answerUnstarted({ input, output, message: "why", exitCode: 127, waitMs: 50 });
+    await answerUnstarted({
+      input: nodeSource(input),
+      output,
+      message: "why",
+      exitCode: 127,
+      waitMs: 50,
+    });
     expect(Buffer.concat(written).length).toBe(0);
     // A request sent in pieces, with a notification and a second request before it ends.
     const input2 = new PassThrough();
-    const done = answerUnstarted({ input: input2, output, message: "why", exitCode: 127 });
+    const done = answerUnstarted({
+      input: nodeSource(input2),
+      output,
+      message: "why",
+      exitCode: 127,
+    });
     input2.write('{"jsonrpc":"2.0","method":"x"}\n{"jsonrpc":"2.0","id":7,');
     input2.write('"method":"initialize"}\r\n{"jsonrpc":"2.0","id":8,"method":"y"}\n');
     await done;

@@ -10,6 +10,7 @@ import { spawn } from "node:child_process";
 import { Buffer } from "node:buffer";
 import { rng } from "./helpers/rng.ts";
 import { BUN, MAIN, scratch, testEnv } from "./fixtures/acp/harness.ts";
+import { DENO } from "./helpers/cli.ts";
 
 // Real processes on a shared 2-core machine: give each test room.
 setDefaultTimeout(30_000);
@@ -199,18 +200,27 @@ function randomStream(seed: number, bigLines: number): Buffer {
   return Buffer.concat(parts);
 }
 
-/** Writes `input` in random pieces through `turnguard proxy -- cat` and returns stdout. */
+/**
+ * Writes `input` in random pieces through `turnguard proxy -- cat` and returns stdout.
+ * Under Bun the proxy's I/O is Bun-native; under Deno it is the portable Node path.
+ */
 async function throughProxy(
   input: Buffer,
   seed: number,
   extra: string[],
+  runtime: "bun" | "deno" = "bun",
 ): Promise<{ out: Buffer; code: number | null; stderr: string }> {
   const s = scratch();
-  const child = spawn(BUN, [MAIN, "proxy", ...extra, "--", "cat"], {
-    stdio: ["pipe", "pipe", "pipe"],
-    env: testEnv(s),
-    cwd: s.dir,
-  });
+  const argv = [MAIN, "proxy", ...extra, "--", "cat"];
+  const child = spawn(
+    runtime === "bun" ? BUN : DENO,
+    runtime === "bun" ? argv : ["run", "-A", ...argv],
+    {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: testEnv(s),
+      cwd: s.dir,
+    },
+  );
   const out: Buffer[] = [];
   let stderr = "";
   child.stdout.on("data", (c: Buffer) => out.push(c));
@@ -243,11 +253,16 @@ describe("byte-exact pass-through", () => {
     { seed: 10, big: 1, extra: ["--max-line-bytes", "20000"] },
     { seed: 11, big: 0, extra: ["--turn-timeout", "30", "--rewrite-errors"] },
     { seed: 12, big: 0, extra: ["--max-line-bytes", "1"] },
+    { seed: 13, big: 1, extra: [], runtime: "deno" as const },
+    { seed: 14, big: 0, extra: ["--max-line-bytes", "512"], runtime: "deno" as const },
   ];
-  for (const { seed, big, extra } of cases) {
-    test(`seed ${seed}${big ? " with a 10 MB line" : ""} ${extra.join(" ")}`, async () => {
+  for (const { seed, big, extra, runtime } of cases) {
+    const name = `seed ${seed}${big ? " with a 10 MB line" : ""} ${extra.join(" ")}${
+      runtime ? ` (${runtime})` : ""
+    }`;
+    test(name, async () => {
       const input = randomStream(seed, big);
-      const { out, code, stderr } = await throughProxy(input, seed, extra);
+      const { out, code, stderr } = await throughProxy(input, seed, extra, runtime);
       expect(stderr).toBe("");
       expect(code).toBe(0);
       expect(out.length).toBe(input.length);

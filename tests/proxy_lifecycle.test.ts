@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import { isRetryable, retryReason } from "../lib/classify.ts";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DENO } from "./helpers/cli.ts";
 import {
   AGENT,
   BUN,
@@ -141,22 +142,27 @@ describe("the agent dies mid-turn", () => {
 });
 
 describe("the agent's last bytes", () => {
-  test("reach a slow client even when it reads long after the agent exited", () => {
-    const s = scratch();
-    const line = "x".repeat(100);
-    const agent = `yes ${line} | head -n 60000`;
-    // The client (the subshell) reads nothing for 3.5 s while the agent writes and exits.
-    const script = `"$@" -- sh -c '${agent}' </dev/null | (sleep 3.5; wc -c)`;
-    const r = spawnSync(
-      "sh",
-      // A long grace: the client's stdin is at EOF from the start, and on a loaded machine
-      // the default 5 s could end the agent before the slow client has drained it.
-      ["-c", script, "sh", BUN, MAIN, "proxy", "--verbose", "--grace", "60"],
-      { env: testEnv(s), cwd: s.dir, encoding: "utf8" },
-    );
-    expect([r.status, r.stdout.trim()]).toEqual([0, String(101 * 60_000)]);
-    expect(r.stderr).toContain("turnguard: agent exited with status 0\n");
-  });
+  // Under Bun the proxy's I/O is Bun-native; under Deno it is the portable Node path.
+  test.each(["bun", "deno"])(
+    "reach a slow client even when it reads long after the agent exited (%s)",
+    (runtime) => {
+      const s = scratch();
+      const turnguard = runtime === "bun" ? [BUN, MAIN] : [DENO, "run", "-A", MAIN];
+      const line = "x".repeat(100);
+      const agent = `yes ${line} | head -n 60000`;
+      // The client (the subshell) reads nothing for 3.5 s while the agent writes and exits.
+      const script = `"$@" -- sh -c '${agent}' </dev/null | (sleep 3.5; wc -c)`;
+      const r = spawnSync(
+        "sh",
+        // A long grace: the client's stdin is at EOF from the start, and on a loaded machine
+        // the default 5 s could end the agent before the slow client has drained it.
+        ["-c", script, "sh", ...turnguard, "proxy", "--verbose", "--grace", "60"],
+        { env: testEnv(s), cwd: s.dir, encoding: "utf8" },
+      );
+      expect([r.status, r.stdout.trim()]).toEqual([0, String(101 * 60_000)]);
+      expect(r.stderr).toContain("turnguard: agent exited with status 0\n");
+    },
+  );
 });
 
 describe("end of input", () => {

@@ -61,6 +61,32 @@ function split(limit: number, chunks: string[], end = true): Array<[string, stri
 }
 
 describe("LineSplitter", () => {
+  test("a long line spanning many chunks comes out whole, or passes when it goes over", () => {
+    const text = new Uint8Array(3 * 1024 * 1024 + 5);
+    for (let i = 0; i < text.length; i++) text[i] = 0x61 + (i % 26);
+    text[text.length - 1] = 0x0a;
+    const feed = (limit: number) => {
+      const splitter = new LineSplitter(limit);
+      const out: Segment[] = [];
+      splitter.push(enc("a\nb"), (seg) => out.push({ ...seg, bytes: seg.bytes.slice() }));
+      for (let at = 0; at < text.length; at += 70_000) {
+        splitter.push(text.subarray(at, at + 70_000), (seg) => out.push(seg));
+      }
+      splitter.push(enc("z\n"), (seg) => out.push(seg));
+      return out;
+    };
+    const whole = new Uint8Array([0x62, ...text]);
+    // Held (past the size where it grows in one buffer), then one line.
+    const held = feed(8 * 1024 * 1024);
+    expect(held.map((s) => s.kind)).toEqual(["line", "line", "line"]);
+    expect(Buffer.compare(Buffer.from(held[1].bytes), Buffer.from(whole))).toBe(0);
+    // Over a limit it reaches while held: what was held passes, then the rest.
+    const passed = feed(2 * 1024 * 1024);
+    const pieces = passed.filter((s) => s.kind === "pass").map((s) => s.bytes);
+    expect(Buffer.compare(Buffer.concat(pieces), Buffer.from(whole))).toBe(0);
+    expect(passed.at(-1)).toMatchObject({ kind: "line" });
+  });
+
   test.each(
     [
       ["one chunk, several lines", 100, ["a\nbb\r\n\nccc\n"], [
@@ -233,7 +259,14 @@ function turn(keepText: TextKeeping = "reply"): Turn {
   });
 }
 
-const fakePeek = (kind: string): UpdatePeek => ({ idStart: 0, idEnd: 0, kind, end: 0 });
+const fakePeek = (kind: string): UpdatePeek => ({
+  lineStart: 0,
+  lineEnd: 2,
+  idStart: 0,
+  idEnd: 0,
+  kind,
+  end: 0,
+});
 
 describe("peek", () => {
   const head = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":';
@@ -289,6 +322,45 @@ describe("peek", () => {
     for (const text of [[0x61, 0x01], [0xff, 0x01], [0x01, 0xff], [0xe2, 0x82, 0x01]]) {
       expect(peekChunkText(raw(text), peekUpdate(raw(text))!)).toBeNull();
     }
+  });
+
+  test("property: a chunk's text inside a run of lines is measured as the decoder does, or declined", () => {
+    let seed = 29;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const samples = ["abcd", "a", " ", "é", "€", "😀", "日本", '"', "\\", "\u0001", "\t"]
+      .map((x) => [...enc(x)]);
+    let measured = 0;
+    for (let round = 0; round < 3000; round++) {
+      const text: number[] = [];
+      for (let i = 0; i < Math.floor(rand() * 40); i++) {
+        if (rand() < 0.03) text.push(Math.floor(rand() * 256));
+        else text.push(...samples[Math.floor(rand() * samples.length)]);
+      }
+      const [before, after] = dec(chunk("MARK")).split("MARK");
+      const line = [...enc(before), ...text, ...enc(after)];
+      // The line lies inside other bytes, looked at by its offsets.
+      const lead = [...enc("x".repeat(Math.floor(rand() * 7)) + "\n")];
+      const all = new Uint8Array([...lead, ...line, ...enc("{}\n")]);
+      const alone = new Uint8Array(line);
+      const peek = peekUpdate(all, lead.length, lead.length + line.length);
+      const inside = peek && peekChunkText(all, peek);
+      const span = peekChunkText(alone, peekUpdate(alone)!);
+      expect(inside === null ? null : [inside.start - lead.length, inside.units]).toEqual(
+        span === null ? null : [span.start, span.units],
+      );
+      const raw = new Uint8Array(text);
+      const hasEscapeOrControl = text.some((b) => b < 0x20 || b === 0x5c || b === 0x22);
+      if (hasEscapeOrControl) {
+        // Declined, or (a quote) ended early and refused by the line's tail.
+        if (span !== null) expect(text.includes(0x22)).toBe(true);
+        continue;
+      }
+      expect(span).not.toBeNull();
+      if (span!.units === null) continue;
+      measured++;
+      expect(span!.units).toBe(dec(raw).length);
+    }
+    expect(measured).toBeGreaterThan(300);
   });
 
   test("property: utf16Length agrees with the decoder, or declines", () => {

@@ -12,6 +12,20 @@ export const DEFAULT_INSPECT_LIMIT = 32 * 1024 * 1024;
 
 const LF = 0x0a;
 
+/** Held bytes of one line beyond which they are copied into one growing buffer. */
+const GROW_FROM = 1024 * 1024;
+/** The largest inspection limit a growing buffer reserves room for (else pieces are joined). */
+const GROW_MAX = 4 * 1024 * 1024 * 1024;
+
+/** An ArrayBuffer of `length` bytes that can grow to `max` (ES2024 resizable buffers). */
+function resizable(length: number, max: number): ArrayBuffer {
+  const Resizable = ArrayBuffer as unknown as new (
+    length: number,
+    options: { maxByteLength: number },
+  ) => ArrayBuffer;
+  return new Resizable(length, { maxByteLength: max });
+}
+
 /**
  * One piece of the stream, in order. `at` is where its bytes start in the chunk being
  * pushed, when they are a view of it; -1 when they are not (held from earlier chunks, or
@@ -28,12 +42,21 @@ export type Segment =
 export type SegmentSink = (segment: Segment) => void;
 
 /**
+ * Looks at a complete line lying within the pushed chunk, `chunk[start, end)`, before a
+ * segment is made of it: true when it was dealt with (the consumer knows it by its
+ * offsets; no view of it is made). The common lines cost no allocation this way.
+ */
+export type LineLook = (start: number, end: number) => boolean;
+
+/**
  * Splits a byte stream into lines. Segments are subarrays of the pushed chunks whenever a
  * line lies within one chunk (no copy); only a line spanning chunks is joined.
  */
 export class LineSplitter {
   #held: Uint8Array[] = [];
   #heldBytes = 0;
+  /** The held line's bytes copied into one growing buffer, once it is long (see GROW_FROM). */
+  #grown: ArrayBuffer | null = null;
   #oversize = false;
 
   /** `limit`: the longest line, terminator included, that is returned whole. */
@@ -51,8 +74,11 @@ export class LineSplitter {
     return this.#oversize;
   }
 
-  /** Splits one chunk; `emit` is called for every segment it completes. */
-  push(chunk: Uint8Array, emit: SegmentSink): void {
+  /**
+   * Splits one chunk; `emit` is called for every segment it completes, except the lines
+   * `look` (when given) dealt with.
+   */
+  push(chunk: Uint8Array, emit: SegmentSink, look?: LineLook): void {
     if (chunk.length === 0) return;
     chunk = plainView(chunk);
     let start = 0;
@@ -70,7 +96,9 @@ export class LineSplitter {
       const end = nl === -1 ? chunk.length : nl + 1;
       const total = this.#heldBytes + end;
       if (total > this.limit) {
-        for (const held of this.#held) emit({ kind: "pass", bytes: held, end: false, at: -1 });
+        for (const held of this.#heldPieces()) {
+          emit({ kind: "pass", bytes: held, end: false, at: -1 });
+        }
         this.#clearHeld();
         emit({ kind: "pass", bytes: chunk.subarray(0, end), end: nl !== -1, at: 0 });
         if (nl === -1) {
@@ -81,9 +109,8 @@ export class LineSplitter {
         this.#hold(chunk);
         return;
       } else {
-        this.#held.push(chunk.subarray(0, end));
-        emit({ kind: "line", bytes: joinBytes(this.#held, total), at: -1 });
-        this.#clearHeld();
+        this.#hold(chunk.subarray(0, end));
+        emit({ kind: "line", bytes: this.#takeHeld(), at: -1 });
       }
       start = end;
     }
@@ -91,6 +118,10 @@ export class LineSplitter {
     for (;;) {
       const nl = chunk.indexOf(LF, start);
       if (nl === -1) break;
+      if (look !== undefined && nl + 1 - start <= limit && look(start, nl + 1)) {
+        start = nl + 1;
+        continue;
+      }
       const bytes = chunk.subarray(start, nl + 1);
       emit(
         bytes.length > limit
@@ -115,21 +146,49 @@ export class LineSplitter {
       this.#oversize = false;
       return;
     }
-    if (this.#heldBytes > 0) {
-      const bytes = joinBytes(this.#held, this.#heldBytes);
-      this.#clearHeld();
-      emit({ kind: "line", bytes, at: -1 });
-    }
+    if (this.#heldBytes > 0) emit({ kind: "line", bytes: this.#takeHeld(), at: -1 });
   }
 
+  /**
+   * Keeps a piece of the unfinished line. A short line is kept as its pieces and joined at
+   * its end; a long one is copied into one buffer that grows as it comes (its pages are
+   * committed as they are written), so it is never held twice (pieces and join).
+   */
   #hold(bytes: Uint8Array): void {
-    this.#held.push(bytes);
+    const at = this.#heldBytes;
     this.#heldBytes += bytes.length;
+    if (this.#grown === null) {
+      this.#held.push(bytes);
+      if (this.#heldBytes <= GROW_FROM || this.limit > GROW_MAX) return;
+      const grown = this.#grown = resizable(this.#heldBytes, this.limit);
+      const all = new Uint8Array(grown);
+      let to = 0;
+      for (const piece of this.#held) all.set(piece, to), to += piece.length;
+      this.#held = [];
+      return;
+    }
+    (this.#grown as unknown as { resize(n: number): void }).resize(this.#heldBytes);
+    new Uint8Array(this.#grown, at, bytes.length).set(bytes);
+  }
+
+  /** The held bytes as they are kept: pieces, or the one grown buffer. */
+  #heldPieces(): Uint8Array[] {
+    return this.#grown === null ? this.#held : [new Uint8Array(this.#grown, 0, this.#heldBytes)];
+  }
+
+  /** The held line, whole; nothing is held after. */
+  #takeHeld(): Uint8Array {
+    const bytes = this.#grown === null
+      ? joinBytes(this.#held, this.#heldBytes)
+      : new Uint8Array(this.#grown, 0, this.#heldBytes);
+    this.#clearHeld();
+    return bytes;
   }
 
   #clearHeld(): void {
     this.#held = [];
     this.#heldBytes = 0;
+    this.#grown = null;
   }
 }
 

@@ -4,7 +4,7 @@
  * between lines, never inside one that is still streaming; and the source is paused while
  * the sink or the queue is full.
  */
-import type { Writable } from "node:stream";
+import type { ByteSink } from "../proxy_io.ts";
 
 const LF = 0x0a;
 
@@ -19,7 +19,7 @@ type Entry = { bytes: Uint8Array | null; ready: boolean };
 
 /** An ordered, line-aware writer over one Writable. */
 export class LineOutput {
-  #sink: Writable;
+  #sink: ByteSink;
   #queue: Entry[] = [];
   #queuedBytes = 0;
   #atBoundary = true;
@@ -32,7 +32,7 @@ export class LineOutput {
   #broken = false;
 
   /** `onPressure(true)` asks to pause the source; `onPressure(false)` to resume it. */
-  constructor(sink: Writable, readonly onPressure: (pause: boolean) => void = () => {}) {
+  constructor(sink: ByteSink, readonly onPressure: (pause: boolean) => void = () => {}) {
     this.#sink = sink;
     sink.on("drain", () => {
       this.#sinkFull = false;

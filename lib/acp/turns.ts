@@ -143,7 +143,7 @@ export function observeUpdate(turn: Turn, update: unknown, now: number): void {
  * Folds in a canonical `session/update` line known by its peek (session and kind) without
  * parsing it: a message chunk's text is read from its bytes (the line is parsed only when
  * the text has escapes or another shape); tool call lines are kept as bytes and merged
- * when read; other kinds only count.
+ * when read; other kinds only count. The line is `line[peek.lineStart, peek.lineEnd)`.
  */
 export function observeUpdateLine(
   turn: Turn,
@@ -167,7 +167,7 @@ export function observeUpdateLine(
       }
       return;
     }
-    const message = parseMessage(line);
+    const message = parseMessage(line.subarray(peek.lineStart, peek.lineEnd));
     if (message?.kind === "notification" && isObject(message.params)) {
       observeUpdate(turn, message.params.update, now);
     } else {
@@ -179,8 +179,8 @@ export function observeUpdateLine(
   if (!ACTIVITY_KINDS.has(kind)) return;
   turn.activity++;
   if (!turn.trackToolCalls || (kind !== "tool_call" && kind !== "tool_call_update")) return;
-  turn.pendingToolLines.push(line.slice());
-  turn.pendingToolBytes += line.length;
+  turn.pendingToolLines.push(line.slice(peek.lineStart, peek.lineEnd));
+  turn.pendingToolBytes += peek.lineEnd - peek.lineStart;
   if (turn.pendingToolBytes > PENDING_TOOL_BYTES) mergePending(turn);
 }
 

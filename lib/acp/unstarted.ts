@@ -4,7 +4,8 @@
  * each request it sent (waiting a bounded time for the first) is answered with a JSON-RPC
  * error that names the command and the reason, before the proxy exits 126/127.
  */
-import type { Readable, Writable } from "node:stream";
+import { Buffer } from "node:buffer";
+import type { ByteSink, ByteSource } from "../proxy_io.ts";
 import { crashData, errorResponse } from "./rewrite.ts";
 import { encodeLine, type JsonRpcId, parseBatch, parseMessage } from "./jsonrpc.ts";
 
@@ -32,11 +33,12 @@ export function unstartedAnswers(
 
 /**
  * Reads the client until its first request came (or it closed, or `waitMs` passed), then
- * answers every request read so far, and resolves once the answers are written.
+ * answers every request read so far, and resolves once the answers are written (or the
+ * client stopped reading). A `waitMs` of 0 (an interactive terminal) reads nothing.
  */
 export async function answerUnstarted(opts: {
-  input: Readable;
-  output: Writable;
+  input: ByteSource;
+  output: ByteSink;
   message: string;
   exitCode: number;
   waitMs?: number;
@@ -44,31 +46,35 @@ export async function answerUnstarted(opts: {
   const { input, output } = opts;
   const lines = await readFirstRequests(input, opts.waitMs ?? FIRST_REQUEST_WAIT_MS);
   const answers = unstartedAnswers(lines, opts.message, opts.exitCode);
-  for (const answer of answers) output.write(answer);
+  let full = false;
+  for (const answer of answers) full = !output.write(answer) || full;
+  if (!full) return;
   await new Promise<void>((resolve) => {
-    output.once("error", () => resolve());
-    output.write("", () => resolve());
+    output.on("drain", resolve);
+    output.on("error", resolve);
   });
 }
 
 /** The complete lines the client sent until its first request was among them. */
-function readFirstRequests(input: Readable, waitMs: number): Promise<Uint8Array[]> {
-  if ((input as { isTTY?: boolean }).isTTY) return Promise.resolve([]);
+function readFirstRequests(input: ByteSource, waitMs: number): Promise<Uint8Array[]> {
+  if (waitMs <= 0) return Promise.resolve([]);
   return new Promise((resolve) => {
     let pending = Buffer.alloc(0);
     let read = 0;
+    let ended = false;
+    let done = false;
     const lines: Uint8Array[] = [];
     const finish = () => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
-      input.off("data", onData);
-      input.off("end", finish);
-      input.off("error", finish);
-      input.pause();
+      input.stop();
       // A last line without its newline counts when the client closed after it.
-      if (input.readableEnded && pending.length > 0) lines.push(pending);
+      if (ended && pending.length > 0) lines.push(pending);
       resolve(lines);
     };
-    const onData = (chunk: Buffer) => {
+    const onData = (chunk: Uint8Array) => {
+      if (done) return;
       read += chunk.length;
       pending = Buffer.concat([pending, chunk]);
       let nl: number;
@@ -80,8 +86,9 @@ function readFirstRequests(input: Readable, waitMs: number): Promise<Uint8Array[
       if (requestIds(lines).length > 0 || read >= MAX_READ_BYTES) finish();
     };
     const timer = setTimeout(finish, waitMs);
-    input.on("data", onData);
-    input.once("end", finish);
-    input.once("error", finish);
+    input.start(onData, () => {
+      ended = true;
+      finish();
+    });
   });
 }

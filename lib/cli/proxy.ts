@@ -3,6 +3,7 @@
  * asked to and, with `--retries`, retries a retryable failure nothing reached the client of.
  */
 import { resolve } from "node:path";
+import { isatty } from "node:tty";
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { UsageError } from "../errors.ts";
 import type { Outcome } from "../outcome.ts";
@@ -17,6 +18,8 @@ import { openTelemetry, telemetryHooks } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 import { stderr, stdout } from "../stdio.ts";
+import { bun } from "../bun_api.ts";
+import { bunStdin, stdSink } from "../proxy_io.ts";
 import { warnLine } from "../output.ts";
 
 /** The flags `turnguard proxy` accepts. */
@@ -108,8 +111,12 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       profile,
       anchors: profileAnchors(registry.anchors, profile),
       env,
-      input: process.stdin,
-      output: stdout.writable(),
+      // Under Bun, the client's side is read and written Bun-native (lib/proxy_io.ts).
+      input: bun ? bunStdin() : process.stdin,
+      output: bun ? stdSink(stdout) : stdout.writable(),
+      // A person at a terminal is not an ACP client: an agent that cannot start is not
+      // answered on their behalf (no wait for a first request).
+      firstRequestWaitMs: isatty(0) ? 0 : undefined,
       stderr: stderr.writable(),
       inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
