@@ -11,7 +11,7 @@ Usage:
                    [--verbose] [--journal PATH | --no-journal] [--name NAME]
                    [--retries N] [--retry-max-wait S] -- CMD [ARGS...]
   turnguard proxy  [--agent NAME] [--config PATH] [--outcome-file PATH] [--turn-timeout S]
-                   [--rewrite-errors] [--max-line-bytes N] [--grace S] [--verbose]
+                   [--rewrite-errors] [--strict-turns] [--max-line-bytes N] [--grace S] [--verbose]
                    [--publish-fallback] [--var NAME=VALUE]... [--journal PATH | --no-journal]
                    [--name NAME] [--retries N] [--retry-max-wait S] -- AGENT_CMD [ARGS...]
   turnguard schema

@@ -1,0 +1,91 @@
+/**
+ * Evidence beyond the wire for a turn the agent ended as whole (`end_turn`): the agent's
+ * session records (read by the profile's record readers) and the wire's contradictions,
+ * gathered into the facts `decide` takes, plus the reply text that is the final answer
+ * when the turn recovered or re-streamed its reply. Pure given the records already read.
+ */
+import { isRetryable, retryReason } from "../classify.ts";
+import type { Cause } from "../decide.ts";
+import type { LoadedAnchor, LoadedRecordReader } from "../plugin.ts";
+import { foldRecordEvents, readRecordEvents, recordCauses } from "../record_evidence.ts";
+import type { RecordsRead } from "../session_records.ts";
+import { emptyFinalMessage, restartedAttempts, zeroOutputUsage } from "./contradictions.ts";
+import { type Turn, turnText, wholeText } from "./turns.ts";
+
+/** What the evidence beyond the wire adds to a turn's facts and Outcome. */
+export interface BeyondWire {
+  cut: Cause | null;
+  recordedStop: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
+  /** The final answer when it is not all of the streamed text; null: the streamed text. */
+  finalText: string | null;
+}
+
+/** Everything the gathering needs. */
+export interface BeyondWireInput {
+  turn: Turn;
+  /** The prompt's result object (for its `usage`). */
+  result: unknown;
+  stopReason: string | null;
+  /** The turn's records, read after the settle window; null: the profile names none. */
+  records: RecordsRead | null;
+  readers: readonly LoadedRecordReader[];
+  textAnchors: readonly LoadedAnchor[];
+  now: number;
+}
+
+/** A wire contradiction as a cause: its words, category unknown (the wire tells no more). */
+export function contradictionCause(message: string): Cause {
+  return {
+    error: { code: null, message, category: "unknown", anchor: "wire", source: null },
+    retry: {
+      retryable: isRetryable("unknown", null),
+      reason: retryReason("unknown", null),
+      afterMs: null,
+      at: null,
+    },
+  };
+}
+
+/** Gathers the evidence; diagnostics say what was read and what it showed. */
+export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]): BeyondWire {
+  const { turn, stopReason } = input;
+  const out: BeyondWire = { cut: null, recordedStop: null, finalText: null };
+  const text = turnText(turn);
+  const whole = wholeText(turn, text);
+  let recordedFinal = false;
+  if (input.records) {
+    diagnostics.push(...input.records.diagnostics);
+    const events = readRecordEvents(input.records.records, input.readers, diagnostics);
+    const verdict = foldRecordEvents(events);
+    const causes = recordCauses(verdict, input.textAnchors, input.now, diagnostics);
+    out.cut = causes.cut;
+    out.recordedStop = causes.stop;
+    recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
+    if (verdict.recovered) {
+      diagnostics.push(
+        "the agent's records show an error the turn recovered from: a retry completed the answer",
+      );
+      const final = verdict.finalText;
+      if (final && whole && text !== final && text.endsWith(final)) out.finalText = final;
+    }
+  }
+  if (!out.cut && !out.recordedStop) {
+    const words = zeroOutputUsage(input.result, turn.chars) ??
+      emptyFinalMessage(stopReason, turn.lastMessage);
+    if (words && recordedFinal) {
+      diagnostics.push(`${words} — but the agent's records hold its final answer`);
+    } else if (words) out.cut = contradictionCause(words);
+  }
+  if (out.finalText === null && whole) {
+    const attempts = restartedAttempts(text, turn.textBreaks);
+    if (attempts) {
+      const start = attempts[attempts.length - 1];
+      out.finalText = text.slice(start);
+      diagnostics.push(
+        `the reply restarted ${attempts.length - 1} time(s) after a silent gap (a retry ` +
+          `re-streamed it): reply.text is the last attempt, from character ${start} of ${turn.chars}`,
+      );
+    }
+  }
+  return out;
+}
