@@ -1,0 +1,281 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Cause, decide, type TurnFacts } from "../lib/decide.ts";
+import {
+  emptyFinalMessage,
+  restartedAttempts,
+  zeroOutputUsage,
+} from "../lib/acp/contradictions.ts";
+import { foldRecordEvents, type ReadEvent } from "../lib/record_evidence.ts";
+import type { RecordEvent } from "../lib/plugin.ts";
+import {
+  parseRecordLines,
+  readSessionRecords,
+  recordPatterns,
+  snapshotSessionRecords,
+} from "../lib/session_records.ts";
+import { expandVars } from "../lib/glob.ts";
+import { readClaudeRecord } from "../plugins/claude_records.ts";
+import { readCodexRecord } from "../plugins/codex_records.ts";
+import { readGeminiRecord } from "../plugins/gemini_records.ts";
+import type { Profile } from "../lib/config.ts";
+
+const cause = (message: string, category: Cause["error"]["category"] = "capacity"): Cause => ({
+  error: { code: null, message, category, anchor: "records:x", source: null },
+  retry: { retryable: true, reason: "r", afterMs: null, at: null },
+});
+
+const base: TurnFacts = {
+  cancelled: false,
+  exit: null,
+  stopReason: "end_turn",
+  agentError: null,
+  output: 0,
+  logCause: null,
+  timeout: null,
+};
+
+describe("decide — evidence beyond the wire (end_turn)", () => {
+  const CUT = cause("API Error: 529 Overloaded");
+  const MAX = { stopReason: "max_tokens" as const, cause: cause("output limit", "context") };
+  const REFUSAL = { stopReason: "refusal" as const, cause: cause("refused", "context") };
+  // replyChars, cut, recordedStop -> status, error message, swallowed
+  const rows: Array<[number, Cause | null, typeof MAX | null, string, string | null, boolean]> = [
+    [10, null, null, "ok", null, false],
+    [0, null, null, "empty", null, false],
+    [10, CUT, null, "truncated", "API Error: 529 Overloaded", true],
+    [0, CUT, null, "failed", "API Error: 529 Overloaded", true],
+    [10, null, MAX, "truncated", "output limit", true],
+    [0, null, MAX, "truncated", "output limit", true],
+    [10, null, REFUSAL, "refused", null, true],
+    [0, null, REFUSAL, "refused", null, true],
+    [10, CUT, MAX, "truncated", "output limit", true],
+  ];
+  for (const [chars, cut, recordedStop, status, message, swallowed] of rows) {
+    test(`chars=${chars} cut=${!!cut} stop=${recordedStop?.stopReason ?? null} -> ${status}`, () => {
+      const d = decide({ ...base, output: chars, replyChars: chars, cut, recordedStop });
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([status, message, swallowed]);
+    });
+  }
+  test("the wire's own verdicts win: an agent error, a wire max_tokens, a cancel", () => {
+    const err = cause("agent said", "auth");
+    expect(decide({ ...base, agentError: err, cut: CUT, output: 5 }).error?.message).toBe(
+      "agent said",
+    );
+    expect(decide({ ...base, stopReason: "max_tokens", cut: CUT, output: 5 }).error).toBeNull();
+    expect(decide({ ...base, cancelled: true, cut: CUT, output: 5 }).status).toBe("cancelled");
+  });
+  test("a truncated turn keeps the cause's retry hint", () => {
+    expect(decide({ ...base, output: 3, replyChars: 3, cut: CUT }).retry?.retryable).toBe(true);
+  });
+});
+
+const ev = (event: RecordEvent, offset = 0): ReadEvent => ({
+  event,
+  reader: "t",
+  path: "/f",
+  offset,
+});
+
+describe("foldRecordEvents", () => {
+  const prompt = ev({ kind: "prompt" });
+  const err = ev({ kind: "error", cause: "API Error: 429 rate", retrying: true }, 5);
+  const final = ev({ kind: "reply", final: true, text: "the answer" }, 9);
+  test("an error then a final answer: recovered, no error", () => {
+    const v = foldRecordEvents([prompt, err, final]);
+    expect([v.error, v.recovered, v.finalText]).toEqual([null, true, "the answer"]);
+  });
+  test("a final answer then an error: the turn ended on the error", () => {
+    const v = foldRecordEvents([prompt, final, err]);
+    expect(v.error?.event.cause).toBe("API Error: 429 rate");
+  });
+  test("events before the turn's prompt belong to an earlier turn", () => {
+    const v = foldRecordEvents([err, prompt, final]);
+    expect([v.error, v.recovered]).toEqual([null, false]);
+    expect(foldRecordEvents([err, prompt]).error).toBeNull();
+  });
+  test("a stop and an abort are kept unless a final answer follows", () => {
+    const stop = ev({ kind: "stop", stopReason: "max_tokens" });
+    const aborted = ev({ kind: "aborted", cause: "codex aborted the turn (replaced)" });
+    expect(foldRecordEvents([prompt, stop]).stop?.event.stopReason).toBe("max_tokens");
+    expect(foldRecordEvents([prompt, aborted]).aborted?.event.cause).toContain("replaced");
+    expect(foldRecordEvents([prompt, aborted, final]).aborted).toBeNull();
+  });
+});
+
+describe("wire contradictions", () => {
+  test("zero output tokens for a turn that streamed text", () => {
+    const usage = { usage: { inputTokens: 120, outputTokens: 0, totalTokens: 120 } };
+    expect(zeroOutputUsage(usage, 40)).toContain("0 output tokens");
+    expect(zeroOutputUsage(usage, 0)).toBeNull();
+    expect(zeroOutputUsage({ usage: { inputTokens: 120, outputTokens: 9 } }, 40)).toBeNull();
+    // a gateway that reports no usage at all (all zeros) is no evidence
+    expect(zeroOutputUsage({ usage: { inputTokens: 0, outputTokens: 0 } }, 40)).toBeNull();
+    expect(zeroOutputUsage({ stopReason: "end_turn" }, 40)).toBeNull();
+  });
+  test("a fragment restarted after a silent gap is a new attempt; a repeated phrase is not", () => {
+    const a = "Here is the plan: first, ";
+    const b = "Here is the plan: first, read the file. Done.";
+    expect(restartedAttempts(a + a + b, [a.length, 2 * a.length])).toEqual([
+      0,
+      a.length,
+      2 * a.length,
+    ]);
+    // the same text without a break at the restart: one attempt
+    expect(restartedAttempts(a + b, [])).toBeNull();
+    // a break where the text goes on with other words: one attempt
+    expect(restartedAttempts(a + "and then something else", [a.length])).toBeNull();
+    // too short a fragment to tell
+    expect(restartedAttempts("OK. OK.", [4])).toBeNull();
+  });
+  test("an end_turn whose final message never got content", () => {
+    expect(emptyFinalMessage("end_turn", { id: "m2", chars: 0 })).toContain("m2");
+    expect(emptyFinalMessage("end_turn", { id: "m2", chars: 4 })).toBeNull();
+    expect(emptyFinalMessage("end_turn", null)).toBeNull();
+    expect(emptyFinalMessage("max_tokens", { id: "m2", chars: 0 })).toBeNull();
+  });
+});
+
+describe("record readers (formats from the agents' sources)", () => {
+  test("Claude Code transcript", () => {
+    expect(readClaudeRecord({ type: "user", message: { role: "user", content: "hi" } })).toEqual({
+      kind: "prompt",
+    });
+    expect(
+      readClaudeRecord({
+        type: "user",
+        message: { content: [{ type: "tool_result", tool_use_id: "t", content: "x" }] },
+      }),
+    ).toBeNull();
+    expect(
+      readClaudeRecord({
+        type: "assistant",
+        isApiErrorMessage: true,
+        error: "overloaded",
+        message: {
+          content: [{
+            type: "text",
+            text: 'API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}',
+          }],
+        },
+      }),
+    ).toMatchObject({ kind: "error", category: "capacity", code: 529 });
+    expect(
+      readClaudeRecord({
+        type: "assistant",
+        isApiErrorMessage: true,
+        error: "max_output_tokens",
+        message: { content: [{ type: "text", text: "API Error: Claude's response exceeded" }] },
+      }),
+    ).toMatchObject({ kind: "stop", stopReason: "max_tokens" });
+    expect(
+      readClaudeRecord({
+        type: "system",
+        subtype: "api_error",
+        error: { status: 429, error: { type: "error", error: { message: "rate limited" } } },
+        retryAttempt: 1,
+        maxRetries: 10,
+      }),
+    ).toEqual({
+      kind: "error",
+      retrying: true,
+      cause: "API Error: 429 rate limited (retry 1 of 10)",
+      code: 429,
+    });
+    expect(
+      readClaudeRecord({
+        type: "assistant",
+        message: { content: [{ type: "text", text: "done" }], stop_reason: "end_turn" },
+      }),
+    ).toEqual({ kind: "reply", final: true, text: "done" });
+    expect(
+      readClaudeRecord({
+        type: "assistant",
+        message: { content: [{ type: "text", text: "I can't" }], stop_reason: "refusal" },
+      }),
+    ).toMatchObject({ kind: "stop", stopReason: "refusal" });
+  });
+  test("codex rollout", () => {
+    const line = (payload: unknown) => ({ timestamp: "t", type: "event_msg", payload });
+    expect(readCodexRecord(line({ type: "user_message", message: "hi" }))).toEqual({
+      kind: "prompt",
+    });
+    expect(readCodexRecord(line({ type: "agent_message", message: "ok" }))).toEqual({
+      kind: "reply",
+      final: true,
+      text: "ok",
+    });
+    expect(readCodexRecord(line({ type: "turn_aborted", reason: "replaced" }))).toMatchObject({
+      kind: "aborted",
+    });
+    expect(readCodexRecord(line({ type: "stream_error", message: "reconnecting 1/5" })))
+      .toMatchObject({ kind: "error", retrying: true });
+    expect(readCodexRecord({ type: "response_item", payload: { type: "message" } })).toBeNull();
+  });
+  test("gemini-cli chat records", () => {
+    expect(readGeminiRecord({ id: "1", type: "user", content: [{ text: "hi" }] })).toEqual({
+      kind: "prompt",
+    });
+    expect(readGeminiRecord({ id: "2", type: "gemini", content: "answer" })).toEqual({
+      kind: "reply",
+      final: true,
+      text: "answer",
+    });
+    expect(readGeminiRecord({ id: "3", type: "error", content: "status 429 quota" }))
+      .toMatchObject({ kind: "error", code: 429 });
+    expect(readGeminiRecord({ $set: { lastUpdated: "x" } })).toBeNull();
+  });
+});
+
+describe("session record files", () => {
+  const profile = (patterns: string[]): Profile => ({
+    name: "t",
+    match: [],
+    logs: [],
+    logFormat: "plain",
+    anchors: null,
+    sessionRecords: patterns,
+  });
+  test("patterns: ${VAR:-default}, {session} and {session:N}; unsafe ids read nothing", () => {
+    expect(expandVars("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h" })).toBe("/h/.codex/s");
+    expect(expandVars("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h", CODEX_HOME: "/c" })).toBe(
+      "/c/s",
+    );
+    expect(recordPatterns(["$HOME/{session}.jsonl", "/x/s-{session:8}.jsonl"], "abcdef123456", {
+      HOME: "/h",
+    }).patterns).toEqual(["/h/abcdef123456.jsonl", "/x/s-abcdef12.jsonl"]);
+    for (const bad of ["../etc", "a/b", "*", "", "a\nb"]) {
+      const r = recordPatterns(["/h/{session}.jsonl"], bad, {});
+      expect(r.patterns).toEqual([]);
+      expect(r.problem).toContain("cannot name");
+    }
+  });
+  test("only what the turn appended, complete lines, and never another session's file", () => {
+    const home = mkdtempSync(join(tmpdir(), "tg-records-"));
+    const dir = join(home, "p");
+    mkdirSync(dir);
+    const mine = join(dir, "s-abcdefgh-1.jsonl");
+    const other = join(dir, "s-abcdefgh-2.jsonl");
+    writeFileSync(mine, JSON.stringify({ sessionId: "abcdefgh-1", old: "error" }) + "\n");
+    const taken = snapshotSessionRecords(
+      profile([`${dir}/s-{session:8}-*.jsonl`]),
+      {},
+      "abcdefgh-1",
+      Date.now(),
+    );
+    appendFileSync(mine, JSON.stringify({ sessionId: "abcdefgh-1", n: 1 }) + "\n{\"n\":");
+    writeFileSync(other, JSON.stringify({ sessionId: "abcdefgh-2", n: 2 }) + "\n");
+    const read = readSessionRecords(taken, Date.now() - 10);
+    expect(read.records.map((r) => r.record)).toEqual([{ sessionId: "abcdefgh-1", n: 1 }]);
+    expect(read.diagnostics.join("\n")).toContain("belong to session abcdefgh-2");
+  });
+  test("a read window that cuts a line skips it", () => {
+    const text = 'cut"}\n{"a":1}\nnot json\n';
+    expect(parseRecordLines("/f", 100, text, true)).toEqual({
+      records: [{ path: "/f", offset: 106, record: { a: 1 } }],
+      bad: 1,
+    });
+  });
+});

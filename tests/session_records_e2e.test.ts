@@ -1,0 +1,143 @@
+/**
+ * Session records end to end: `turnguard proxy` in front of the fake agent, which writes
+ * Claude Code's transcript into HOME the way Claude Code does (the prompt at once, the
+ * answer's records tens of milliseconds after it answered). The client always gets
+ * `end_turn`; the records say whether the reply was whole.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { appendFileSync, mkdirSync } from "node:fs";
+import type * as acp from "@agentclientprotocol/sdk";
+import { join } from "node:path";
+import {
+  killedAfterEach,
+  openSession,
+  prompt,
+  type ProxyProcess,
+  readOutcomes,
+  type Scratch,
+  scratch,
+  startProxy,
+  withClient,
+} from "./fixtures/acp/harness.ts";
+
+setDefaultTimeout(30_000);
+const track = killedAfterEach();
+
+function proxy(s: Scratch, extra: string[] = []): ProxyProcess {
+  const p = startProxy(s, [
+    "--config",
+    s.config,
+    "--agent",
+    "claude",
+    "--outcome-file",
+    s.outcomes,
+    ...extra,
+  ]);
+  track(p);
+  return p;
+}
+
+async function turns(s: Scratch, prompts: string[], extra: string[] = []) {
+  const p = proxy(s, extra);
+  const answers = await withClient(p, async (ctx) => {
+    const sessionId = await openSession(ctx);
+    const out: unknown[] = [];
+    for (const text of prompts) {
+      out.push(
+        await prompt(ctx, sessionId, text).catch((err: acp.RequestError) => ({
+          rejected: { code: err.code, message: err.message, data: err.data },
+        })),
+      );
+    }
+    return out;
+  });
+  await p.exited;
+  return { answers, outcomes: readOutcomes(s.outcomes), stderr: p.stderr() };
+}
+
+describe("a reply cut off never looks complete", () => {
+  test("a clean turn stays ok, error null, and its records are read", async () => {
+    const s = scratch();
+    const { answers, outcomes } = await turns(s, ["records-clean all good"]);
+    expect(answers).toEqual([{ stopReason: "end_turn" }]);
+    expect(outcomes[0]).toMatchObject({ status: "ok", error: null, reply: { text: "all good" } });
+  });
+
+  test("a stream cut mid-answer: truncated, partial text kept, cause from the transcript", async () => {
+    const s = scratch();
+    const { answers, outcomes } = await turns(s, ["records-cut"]);
+    expect(answers).toEqual([{ stopReason: "end_turn" }]); // passes unchanged by default
+    expect(outcomes[0]).toMatchObject({
+      status: "truncated",
+      reply: { text: "The answer is" },
+      error: { category: "capacity", code: 529, anchor: "records:claude.transcript" },
+      retry: { retryable: true },
+    });
+    expect(outcomes[0].error!.message).toStartWith("API Error: 529");
+    expect(outcomes[0].error!.source!.path).toContain(join(".claude", "projects", "-tmp"));
+  });
+
+  test("nothing streamed and the transcript holds the error: failed, answered as an error", async () => {
+    const s = scratch();
+    const { answers, outcomes } = await turns(s, ["records-silent-cut"]);
+    expect(answers[0]).toMatchObject({ rejected: { code: -32603 } });
+    expect(outcomes[0]).toMatchObject({ status: "failed", error: { category: "rate_limit" } });
+  });
+
+  test("the output token limit the agent hid: truncated with its words", async () => {
+    const s = scratch();
+    const { outcomes } = await turns(s, ["records-max-tokens"]);
+    expect(outcomes[0]).toMatchObject({ status: "truncated", reply: { text: "A long answer that" } });
+    expect(outcomes[0].error!.message).toContain("output token maximum");
+  });
+
+  test("a retry that completed the answer: ok, reply.text is the final attempt", async () => {
+    const s = scratch();
+    const { outcomes } = await turns(s, ["records-retried"]);
+    expect(outcomes[0]).toMatchObject({
+      status: "ok",
+      error: null,
+      reply: { text: "Here is the plan: first, read the file. Done." },
+    });
+    expect(outcomes[0].diagnostics.join("\n")).toContain("recovered");
+  });
+
+  test("a clean turn after a failed one in the same session stays ok", async () => {
+    const s = scratch();
+    const { outcomes } = await turns(s, ["records-cut", "records-clean fine now"]);
+    expect(outcomes.map((o) => [o.status, o.error?.message ?? null])).toEqual([
+      ["truncated", expect.stringContaining("529")],
+      ["ok", null],
+    ]);
+  });
+
+  test("old errors in the session file are not this turn's", async () => {
+    const s = scratch();
+    const dir = join(s.home, ".claude", "projects", "-tmp");
+    mkdirSync(dir, { recursive: true });
+    appendFileSync(
+      join(dir, "sess-1.jsonl"),
+      JSON.stringify({
+        sessionId: "sess-1",
+        type: "assistant",
+        isApiErrorMessage: true,
+        error: "rate_limit",
+        message: { content: [{ type: "text", text: "API Error: 429 old" }] },
+      }) + "\n",
+    );
+    const { outcomes } = await turns(s, ["records-clean still fine"]);
+    expect(outcomes[0]).toMatchObject({ status: "ok", error: null });
+  });
+
+  test("--strict-turns answers a cut reply as an error carrying the partial text", async () => {
+    const s = scratch();
+    const { answers, outcomes } = await turns(s, ["records-cut"], ["--strict-turns"]);
+    const err = (answers[0] as { rejected: { code: number; message: string; data: any } })
+      .rejected;
+    expect(err.code).toBe(-32603);
+    expect(err.message).toStartWith("turn truncated: API Error: 529");
+    expect(err.data.partialText).toBe("The answer is");
+    expect(err.data.turnguard).toMatchObject({ status: "truncated", category: "capacity" });
+    expect(outcomes[0].status).toBe("truncated");
+  });
+});
