@@ -58,8 +58,8 @@ import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
 import type { LoadedRecordReader } from "./plugin.ts";
 import {
   DEFAULT_SETTLE_MS,
-  type RecordsRead,
   readSessionRecords,
+  type RecordsRead,
   type RecordsSnapshot,
   snapshotSessionRecords,
 } from "./session_records.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Cause, decide, type TurnFacts } from "../lib/decide.ts";
@@ -56,7 +56,11 @@ describe("decide — evidence beyond the wire (end_turn)", () => {
   for (const [chars, cut, recordedStop, status, message, swallowed] of rows) {
     test(`chars=${chars} cut=${!!cut} stop=${recordedStop?.stopReason ?? null} -> ${status}`, () => {
       const d = decide({ ...base, output: chars, replyChars: chars, cut, recordedStop });
-      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([status, message, swallowed]);
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
+        status,
+        message,
+        swallowed,
+      ]);
     });
   }
   test("the wire's own verdicts win: an agent error, a wire max_tokens, a cancel", () => {
@@ -243,9 +247,11 @@ describe("session record files", () => {
     expect(expandVars("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h", CODEX_HOME: "/c" })).toBe(
       "/c/s",
     );
-    expect(recordPatterns(["$HOME/{session}.jsonl", "/x/s-{session:8}.jsonl"], "abcdef123456", {
-      HOME: "/h",
-    }).patterns).toEqual(["/h/abcdef123456.jsonl", "/x/s-abcdef12.jsonl"]);
+    expect(
+      recordPatterns(["$HOME/{session}.jsonl", "/x/s-{session:8}.jsonl"], "abcdef123456", {
+        HOME: "/h",
+      }).patterns,
+    ).toEqual(["/h/abcdef123456.jsonl", "/x/s-abcdef12.jsonl"]);
     for (const bad of ["../etc", "a/b", "*", "", "a\nb"]) {
       const r = recordPatterns(["/h/{session}.jsonl"], bad, {});
       expect(r.patterns).toEqual([]);
@@ -265,7 +271,7 @@ describe("session record files", () => {
       "abcdefgh-1",
       Date.now(),
     );
-    appendFileSync(mine, JSON.stringify({ sessionId: "abcdefgh-1", n: 1 }) + "\n{\"n\":");
+    appendFileSync(mine, JSON.stringify({ sessionId: "abcdefgh-1", n: 1 }) + '\n{"n":');
     writeFileSync(other, JSON.stringify({ sessionId: "abcdefgh-2", n: 2 }) + "\n");
     const read = readSessionRecords(taken, Date.now() - 10);
     expect(read.records.map((r) => r.record)).toEqual([{ sessionId: "abcdefgh-1", n: 1 }]);

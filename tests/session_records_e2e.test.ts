@@ -87,7 +87,10 @@ describe("a reply cut off never looks complete", () => {
   test("the output token limit the agent hid: truncated with its words", async () => {
     const s = scratch();
     const { outcomes } = await turns(s, ["records-max-tokens"]);
-    expect(outcomes[0]).toMatchObject({ status: "truncated", reply: { text: "A long answer that" } });
+    expect(outcomes[0]).toMatchObject({
+      status: "truncated",
+      reply: { text: "A long answer that" },
+    });
     expect(outcomes[0].error!.message).toContain("output token maximum");
   });
 

@@ -73,9 +73,8 @@ export function incompleteResponse(
   outcome: Outcome,
   partialText: string,
 ): JsonObject {
-  const cause = outcome.error?.message ?? (outcome.status === "refused"
-    ? "the model refused to answer"
-    : "the reply was cut short");
+  const cause = outcome.error?.message ??
+    (outcome.status === "refused" ? "the model refused to answer" : "the reply was cut short");
   const message = `turn ${outcome.status}: ${cause}`;
   return {
     jsonrpc: "2.0",

@@ -157,7 +157,6 @@ function messageIdInLine(line: Uint8Array): string | null {
   return m ? m[1] : null;
 }
 
-
 /** Merges the tool call lines kept as bytes, in the order they came. */
 function mergePending(turn: Turn): void {
   if (turn.pendingToolLines.length === 0) return;

@@ -58,7 +58,10 @@ export function checkReport(registry: Registry) {
     anchors: profileAnchors(registry.anchors, p).map(describeAnchor),
     sessionRecords: p.sessionRecords ?? [],
     recordsSettleMs: p.recordsSettleMs ?? DEFAULT_SETTLE_MS,
-    readers: profileReaders(registry.readers, p).map((r) => ({ id: r.id, origin: r.origin ?? null })),
+    readers: profileReaders(registry.readers, p).map((r) => ({
+      id: r.id,
+      origin: r.origin ?? null,
+    })),
   }));
   return {
     files: registry.files,

@@ -18,9 +18,9 @@ Usage:
   turnguard wait   [NAME|SESSION] [--print | --json] [--timeout S] [--journal PATH]
   turnguard log    [NAME|SESSION] [--limit N] [--json] [--journal PATH]
   turnguard retry  NAME|SESSION [--journal PATH]
-  turnguard scan   [--agent NAME] [--config PATH] [--kind auto|log|text|error] [--json]
+  turnguard scan   [--agent NAME] [--config PATH] [--kind auto|log|text|error|records] [--json]
                    FILE...|-
-  turnguard explain [--agent NAME] [--config PATH] [--kind auto|log|text|error] [--json]
+  turnguard explain [--agent NAME] [--config PATH] [--kind auto|log|text|error|records] [--json]
                    TEXT|-
   turnguard check  [--config PATH] [--json]
 
