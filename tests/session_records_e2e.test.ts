@@ -135,8 +135,13 @@ describe("a reply cut off never looks complete", () => {
   test("--strict-turns answers a cut reply as an error carrying the partial text", async () => {
     const s = scratch();
     const { answers, outcomes } = await turns(s, ["records-cut"], ["--strict-turns"]);
-    const err = (answers[0] as { rejected: { code: number; message: string; data: any } })
-      .rejected;
+    const err = (answers[0] as {
+      rejected: {
+        code: number;
+        message: string;
+        data: { partialText: string; turnguard: Record<string, unknown> };
+      };
+    }).rejected;
     expect(err.code).toBe(-32603);
     expect(err.message).toStartWith("turn truncated: API Error: 529");
     expect(err.data.partialText).toBe("The answer is");
