@@ -149,3 +149,57 @@ describe("a reply cut off never looks complete", () => {
     expect(outcomes[0].status).toBe("truncated");
   });
 });
+
+describe("wire contradictions (a profile without session records)", () => {
+  async function fakeTurn(text: string, extra: string[] = []) {
+    const s = scratch();
+    const p = startProxy(s, [
+      "--config",
+      s.config,
+      "--agent",
+      "fake",
+      "--outcome-file",
+      s.outcomes,
+      ...extra,
+    ]);
+    track(p);
+    const answer = await withClient(p, async (ctx) => {
+      const sessionId = await openSession(ctx);
+      return await prompt(ctx, sessionId, text).catch((err: acp.RequestError) => ({
+        rejected: { code: err.code, message: err.message },
+      }));
+    });
+    await p.exited;
+    return { answer, outcome: readOutcomes(s.outcomes)[0] };
+  }
+
+  test("a reply re-streamed after a silent gap: ok, reply.text is the last attempt", async () => {
+    const { answer, outcome } = await fakeTurn("restream");
+    expect(answer).toEqual({ stopReason: "end_turn" });
+    expect(outcome).toMatchObject({
+      status: "ok",
+      error: null,
+      reply: { text: "Here is the plan: first, read the file. Done." },
+    });
+    expect(outcome.diagnostics.join("\n")).toContain("restarted 1 time(s)");
+  });
+
+  test("usage with no output for a turn that streamed text: truncated", async () => {
+    const { answer, outcome } = await fakeTurn("zero-usage");
+    expect(answer).toMatchObject({ stopReason: "end_turn" });
+    expect(outcome).toMatchObject({
+      status: "truncated",
+      reply: { text: "half an ans" },
+      error: { category: "unknown", anchor: "wire" },
+    });
+    expect(outcome.error!.message).toContain("0 output tokens");
+  });
+
+  test("an end_turn whose final message never got content: truncated; strict: an error", async () => {
+    const plain = await fakeTurn("empty-final");
+    expect(plain.outcome).toMatchObject({ status: "truncated", reply: { text: "Let me look." } });
+    expect(plain.outcome.error!.message).toContain("final message (m2) had no content");
+    const strict = await fakeTurn("empty-final", ["--strict-turns"]);
+    expect(strict.answer).toMatchObject({ rejected: { code: -32603 } });
+  });
+});

@@ -149,11 +149,12 @@ function noteText(turn: Turn, now: number, messageId: string | null, chars: numb
 const MESSAGE_ID = /"messageId"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
 const MESSAGE_ID_BYTES = new TextEncoder().encode('"messageId"');
 
-/** The `messageId` a chunk line names, found by its bytes (rare: most agents send none). */
+/** The `messageId` a chunk line names, found by its bytes (only its bytes are decoded). */
 function messageIdInLine(line: Uint8Array): string | null {
   const bytes = Buffer.from(line.buffer, line.byteOffset, line.length);
-  if (bytes.indexOf(MESSAGE_ID_BYTES) === -1) return null;
-  const m = new TextDecoder().decode(line).match(MESSAGE_ID);
+  const at = bytes.indexOf(MESSAGE_ID_BYTES);
+  if (at === -1) return null;
+  const m = bytes.subarray(at, at + 256).toString("utf8").match(MESSAGE_ID);
   return m ? m[1] : null;
 }
 
