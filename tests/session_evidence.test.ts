@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { builtinPlugins } from "../lib/plugins.ts";
+import { scanRecords } from "../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Cause, decide, type TurnFacts } from "../lib/decide.ts";
@@ -284,4 +286,30 @@ describe("session record files", () => {
       bad: 1,
     });
   });
+});
+
+describe("real session files (recorded from the real agents against the corpus mock API)", () => {
+  // tests/fixtures/records/*-ok.jsonl: the session file each agent wrote for one clean turn
+  // ("What is 2+2?"), as the corpus recorder captured it (long strings shortened).
+  const registry = builtinPlugins();
+  const cases: Array<[string, string]> = [
+    ["claude-agent-acp", "claude"],
+    ["claude-code-acp", "claude"],
+    ["codex-acp", "codex"],
+    ["gemini-cli", "gemini"],
+  ];
+  for (const [agent, profile] of cases) {
+    test(`${agent}: the prompt, then the final answer; no failure`, () => {
+      const file = join(import.meta.dirname!, "fixtures", "records", `${agent}-ok.jsonl`);
+      const readers = registry.readers.filter((r) => r.agents?.includes(profile));
+      expect(readers.length).toBe(1);
+      const r = scanRecords(file, readFileSync(file, "utf8"), readers, [], Date.now());
+      expect(r.events.map((e) => e.event)).toEqual([
+        { kind: "prompt" },
+        { kind: "reply", final: true, text: "The answer is 4: two plus two makes four." },
+      ]);
+      expect(r.lastTurn).toEqual({ cut: null, stop: null, recovered: false });
+      expect(r.diagnostics).toEqual([]);
+    });
+  }
 });
