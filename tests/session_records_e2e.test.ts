@@ -5,7 +5,8 @@
  * `end_turn`; the records say whether the reply was whole.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { turnguard } from "./helpers/cli.ts";
 import type * as acp from "@agentclientprotocol/sdk";
 import { join } from "node:path";
 import {
@@ -17,6 +18,7 @@ import {
   type Scratch,
   scratch,
   startProxy,
+  testEnv,
   withClient,
 } from "./fixtures/acp/harness.ts";
 
@@ -201,5 +203,50 @@ describe("wire contradictions (a profile without session records)", () => {
     expect(plain.outcome.error!.message).toContain("final message (m2) had no content");
     const strict = await fakeTurn("empty-final", ["--strict-turns"]);
     expect(strict.answer).toMatchObject({ rejected: { code: -32603 } });
+  });
+});
+
+describe("scan and explain read a session file", () => {
+  const transcript = [
+    { type: "user", message: { role: "user", content: "hi" } },
+    { type: "assistant", message: { content: [{ type: "text", text: "The ans" }] } },
+    {
+      type: "assistant",
+      isApiErrorMessage: true,
+      error: "overloaded",
+      message: { content: [{ type: "text", text: "API Error: 529 Overloaded" }] },
+    },
+  ].map((r) => JSON.stringify({ sessionId: "s", ...r })).join("\n") + "\n";
+
+  test("scan --kind records: every event, then what the last turn shows", async () => {
+    const s = scratch();
+    const file = join(s.dir, "s.jsonl");
+    writeFileSync(file, transcript);
+    const r = await turnguard(["scan", "--kind", "records", "--agent", "claude", file], {
+      env: testEnv(s),
+      cwd: s.dir,
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout.split("\n")).toEqual([
+      `${file}:1: claude.transcript prompt`,
+      `${file}:2: claude.transcript reply final The ans`,
+      `${file}:3: claude.transcript error API Error: 529 Overloaded`,
+      `${file}: the last turn was cut: [capacity] API Error: 529 Overloaded`,
+      "",
+    ]);
+  });
+
+  test("explain --kind records reads the records given; without --agent: a usage error", async () => {
+    const s = scratch();
+    const r = await turnguard(["explain", "--kind", "records", "--agent", "claude", transcript], {
+      env: testEnv(s),
+      cwd: s.dir,
+    });
+    expect(r.stdout).toContain("<input>: the last turn was cut: [capacity]");
+    const bad = await turnguard(["scan", "--kind", "records", "x.jsonl"], {
+      env: testEnv(s),
+      cwd: s.dir,
+    });
+    expect(bad.code).toBe(2);
   });
 });
