@@ -107,7 +107,9 @@ export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
 /**
  * What a record reader says of one record of an agent's session file (docs/EVIDENCE.md):
  * - `prompt`: the user's prompt was recorded: the turn's own records start here (what came
- *   before it in the appended bytes belongs to an earlier turn);
+ *   before it in the appended bytes belongs to an earlier turn); `answerFirst`: the agent
+ *   records a prompt's final answer before it answers the prompt, so a prompt with no final
+ *   reply after it ended before its final message;
  * - `error`: the turn hit an API error, with the cause's words; `retrying`: the agent said
  *   it tries again (an error a later `reply` with `final` recovers from);
  * - `stop`: the model stopped for `stopReason` (`max_tokens`, `refusal`), with its words;
@@ -116,7 +118,7 @@ export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
  * - `aborted`: the turn ended before its final message (the agent recorded it so).
  */
 export const RecordEventSchema = v.variant("kind", [
-  v.object({ kind: v.literal("prompt") }),
+  v.object({ kind: v.literal("prompt"), answerFirst: v.optional(v.boolean()) }),
   v.object({
     kind: v.literal("error"),
     cause: v.pipe(v.string(), v.minLength(1)),

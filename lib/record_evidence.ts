@@ -54,8 +54,18 @@ export interface RecordVerdict {
   aborted: ReadEvent & { event: Extract<RecordEvent, { kind: "aborted" }> } | null;
   /** An error came, then a final answer: the turn recovered. */
   recovered: boolean;
+  /**
+   * The turn's prompt, when the agent records the final answer before it answers
+   * (`answerFirst`) and none came after it: the turn ended before its final message.
+   */
+  unanswered: ReadEvent | null;
   /** The final answer's text as the agent recorded it (the last final reply). */
   finalText: string | null;
+}
+
+/** Whether a prompt event says the agent records the answer before it answers. */
+function answerFirst(e: ReadEvent): boolean {
+  return e.event.kind === "prompt" && e.event.answerFirst === true;
 }
 
 /**
@@ -66,8 +76,9 @@ export interface RecordVerdict {
  */
 export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
   let start = 0;
+  let prompt: ReadEvent | null = null;
   events.forEach((e, i) => {
-    if (e.event.kind === "prompt") start = i + 1;
+    if (e.event.kind === "prompt") start = i + 1, prompt = e;
   });
   const verdict: RecordVerdict = {
     error: null,
@@ -75,7 +86,9 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
     aborted: null,
     recovered: false,
     finalText: null,
+    unanswered: null,
   };
+  let answered = false;
   for (const e of events.slice(start)) {
     const ev = e.event;
     switch (ev.kind) {
@@ -95,8 +108,15 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
         verdict.aborted = null;
         verdict.stop = null;
         verdict.finalText = ev.text ?? verdict.finalText;
+        answered = true;
         break;
     }
+  }
+  if (
+    prompt !== null && answerFirst(prompt) && !answered && !verdict.error && !verdict.stop &&
+    !verdict.aborted
+  ) {
+    verdict.unanswered = prompt;
   }
   return verdict;
 }
@@ -148,6 +168,20 @@ export function recordCauses(
         category,
         anchor: anchor(verdict.aborted),
         source: source(verdict.aborted),
+      },
+      retry,
+    };
+  }
+  if (!cut && verdict.unanswered) {
+    const message = "the agent recorded the prompt but no final answer: the reply did not complete";
+    const { category, retry } = classify(message, undefined, textAnchors, now, diagnostics);
+    cut = {
+      error: {
+        code: null,
+        message,
+        category,
+        anchor: anchor(verdict.unanswered),
+        source: source(verdict.unanswered),
       },
       retry,
     };

@@ -7,8 +7,11 @@
  * "compacted", "payload":{...}}`; `event_msg` payloads are tagged by `type`. Which events
  * are written at all is codex-rs/core/src/rollout/policy.rs `should_persist_event_msg`:
  * `user_message`, `agent_message`, `token_count`, `turn_aborted` (and a few more) are;
- * `error` and `stream_error` are not in the default (compact) mode, so a failed turn
- * usually shows here only as a prompt without an answer — read, when present, all the same.
+ * `error` and `stream_error` are not in the default (compact) mode — read, when present,
+ * all the same. codex-acp 0.16 also writes `task_complete` with `last_agent_message`: the
+ * turn's final answer, null when the turn ended without one (every recorded failure of the
+ * corpus: a cut or unfinished stream, an error event mid-stream, the output token limit, a
+ * dropped refusal).
  */
 import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin.ts";
 import { obj, str } from "./records.ts";
@@ -25,6 +28,12 @@ export function readCodexRecord(value: unknown): RecordEvent | null {
     case "agent_message": {
       const text = str(payload.message);
       return text ? { kind: "reply", final: true, text } : null;
+    }
+    case "task_complete": {
+      const text = str(payload.last_agent_message);
+      return text !== null
+        ? { kind: "reply", final: true, text }
+        : { kind: "aborted", cause: "codex completed the turn without a final message" };
     }
     case "turn_aborted": {
       const reason = str(payload.reason) ?? "unknown";

@@ -7,8 +7,10 @@
  * `sessionId` (so a file of another session with the same 8 characters is not read);
  * then messages `{id, timestamp, type:"user"|"gemini"|"info"|"error"|"warning", content}`,
  * a message appended again under its id when it is updated, and `{$set:{...}}` metadata.
- * A `gemini` message is recorded only once its stream completed; a failed stream leaves
- * the prompt without an answer.
+ * A `gemini` message is recorded only once its model response completed (`recordMessage`
+ * at the end of the stream, before the prompt is answered, with `appendFileSync`): a turn
+ * whose stream failed, even after gemini-cli's own retries, leaves its prompt without a
+ * `gemini` message after it, so the prompt says `answerFirst`.
  */
 import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin.ts";
 import { contentText, obj, statusIn } from "./records.ts";
@@ -20,9 +22,12 @@ export function readGeminiRecord(value: unknown): RecordEvent | null {
   const text = contentText(record.content);
   switch (record.type) {
     case "user":
-      return { kind: "prompt" };
-    case "gemini":
-      return text ? { kind: "reply", final: true, text } : null;
+      return { kind: "prompt", answerFirst: true };
+    case "gemini": {
+      const calls = Array.isArray(record.toolCalls) && record.toolCalls.length > 0;
+      if (!text && !calls) return null;
+      return text ? { kind: "reply", final: true, text } : { kind: "reply", final: true };
+    }
     case "error": {
       if (!text.trim()) return null;
       const code = statusIn(text);

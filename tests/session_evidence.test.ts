@@ -6,8 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Cause, decide, type TurnFacts } from "../lib/decide.ts";
 import {
+  droppedAnswer,
   emptyFinalMessage,
+  repeatedStarts,
   restartedAttempts,
+  shorterThanRecorded,
   zeroOutputUsage,
 } from "../lib/acp/contradictions.ts";
 import { foldRecordEvents, type ReadEvent } from "../lib/record_evidence.ts";
@@ -102,6 +105,13 @@ describe("foldRecordEvents", () => {
     expect([v.error, v.recovered]).toEqual([null, false]);
     expect(foldRecordEvents([err, prompt]).error).toBeNull();
   });
+  test("an answer-first prompt with nothing final after it is unanswered", () => {
+    const first = ev({ kind: "prompt", answerFirst: true });
+    expect(foldRecordEvents([first]).unanswered).toBe(first);
+    expect(foldRecordEvents([first, final]).unanswered).toBeNull();
+    expect(foldRecordEvents([first, err]).unanswered).toBeNull(); // the error says more
+    expect(foldRecordEvents([prompt]).unanswered).toBeNull(); // no promise made
+  });
   test("a stop and an abort are kept unless a final answer follows", () => {
     const stop = ev({ kind: "stop", stopReason: "max_tokens" });
     const aborted = ev({ kind: "aborted", cause: "codex aborted the turn (replaced)" });
@@ -135,6 +145,21 @@ describe("wire contradictions", () => {
     expect(restartedAttempts(a + "and then something else", [a.length])).toBeNull();
     // too short a fragment to tell
     expect(restartedAttempts("OK. OK.", [4])).toBeNull();
+  });
+  test("usage that counts output for a turn that showed nothing: a dropped answer", () => {
+    // gemini-cli's refusal as recorded: end_turn, nothing streamed, 9 output tokens in _meta
+    const gemini = {
+      stopReason: "end_turn",
+      _meta: { quota: { token_count: { input_tokens: 12, output_tokens: 9 } } },
+    };
+    expect(droppedAnswer(gemini, 0, 0)).toContain("9 output tokens");
+    expect(droppedAnswer(gemini, 5, 0)).toBeNull(); // text came
+    expect(droppedAnswer(gemini, 0, 2)).toBeNull(); // a tool call or a thought came
+    expect(droppedAnswer({ usage: { inputTokens: 3, outputTokens: 0 } }, 0, 0)).toBeNull();
+    expect(droppedAnswer({ stopReason: "end_turn" }, 0, 0)).toBeNull();
+    // the same _meta usage feeds the zero-output rule
+    const zero = { _meta: { quota: { token_count: { input_tokens: 12, output_tokens: 0 } } } };
+    expect(zeroOutputUsage(zero, 10)).toContain("0 output tokens");
   });
   test("an end_turn whose final message never got content", () => {
     expect(emptyFinalMessage("end_turn", { id: "m2", chars: 0 })).toContain("m2");
@@ -213,6 +238,13 @@ describe("record readers (formats from the agents' sources)", () => {
       final: true,
       text: "ok",
     });
+    expect(readCodexRecord(line({ type: "task_complete", last_agent_message: "ok" }))).toEqual({
+      kind: "reply",
+      final: true,
+      text: "ok",
+    });
+    expect(readCodexRecord(line({ type: "task_complete", last_agent_message: null })))
+      .toMatchObject({ kind: "aborted" });
     expect(readCodexRecord(line({ type: "turn_aborted", reason: "replaced" }))).toMatchObject({
       kind: "aborted",
     });
@@ -223,7 +255,11 @@ describe("record readers (formats from the agents' sources)", () => {
   test("gemini-cli chat records", () => {
     expect(readGeminiRecord({ id: "1", type: "user", content: [{ text: "hi" }] })).toEqual({
       kind: "prompt",
+      answerFirst: true,
     });
+    expect(readGeminiRecord({ id: "4", type: "gemini", content: "", toolCalls: [{ id: "t" }] }))
+      .toEqual({ kind: "reply", final: true });
+    expect(readGeminiRecord({ id: "5", type: "gemini", content: "" })).toBeNull();
     expect(readGeminiRecord({ id: "2", type: "gemini", content: "answer" })).toEqual({
       kind: "reply",
       final: true,
@@ -304,12 +340,36 @@ describe("real session files (recorded from the real agents against the corpus m
       const readers = registry.readers.filter((r) => r.agents?.includes(profile));
       expect(readers.length).toBe(1);
       const r = scanRecords(file, readFileSync(file, "utf8"), readers, [], Date.now());
-      expect(r.events.map((e) => e.event)).toEqual([
-        { kind: "prompt" },
-        { kind: "reply", final: true, text: "The answer is 4: two plus two makes four." },
-      ]);
+      const events = r.events.map((e) => e.event);
+      expect(events[0].kind).toBe("prompt");
+      expect(events.at(-1)).toEqual({
+        kind: "reply",
+        final: true,
+        text: "The answer is 4: two plus two makes four.",
+      });
+      expect(events.slice(1).every((e) => e.kind === "reply")).toBe(true);
       expect(r.lastTurn).toEqual({ cut: null, stop: null, recovered: false });
       expect(r.diagnostics).toEqual([]);
     });
   }
+});
+
+describe("attempts and answers, told by text alone", () => {
+  test("a broken reply's attempts by its first characters", () => {
+    const p = "The answer is 4: two plus";
+    expect(repeatedStarts(p + p)).toEqual([0, 25]);
+    expect(repeatedStarts(p + p + "The answer")).toEqual([0, 25]);
+    expect(repeatedStarts(p)).toBeNull();
+    expect(repeatedStarts("ab ab ab")).toBeNull(); // too short to tell
+  });
+  test("a streamed reply shorter than the answer the agent recorded", () => {
+    const answer = "The answer is 4: two plus two makes four.";
+    expect(shorterThanRecorded("The answer is 4: two plus", answer)).toContain("25 of the 41");
+    expect(shorterThanRecorded("The ans", answer)).toContain("7 of the 41");
+    expect(shorterThanRecorded(answer, answer)).toBeNull();
+    expect(shorterThanRecorded(answer + "\n", answer)).toBeNull();
+    // text streamed before the final message (a step, a tool call) is not compared
+    expect(shorterThanRecorded("Let me check. " + answer, answer)).toBeNull();
+    expect(shorterThanRecorded("Something else", answer)).toBeNull();
+  });
 });

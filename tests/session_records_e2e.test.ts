@@ -107,6 +107,17 @@ describe("a reply cut off never looks complete", () => {
     expect(outcomes[0].diagnostics.join("\n")).toContain("recovered");
   });
 
+  test("a streamed reply shorter than the recorded answer: truncated", async () => {
+    const s = scratch();
+    const { outcomes } = await turns(s, ["records-shorter"]);
+    expect(outcomes[0]).toMatchObject({
+      status: "truncated",
+      reply: { text: "The answer is 4: two plus" },
+      error: { anchor: "wire" },
+    });
+    expect(outcomes[0].error!.message).toContain("25 of the 41 characters");
+  });
+
   test("a clean turn after a failed one in the same session stays ok", async () => {
     const s = scratch();
     const { outcomes } = await turns(s, ["records-cut", "records-clean fine now"]);

@@ -9,7 +9,14 @@ import type { Cause } from "../decide.ts";
 import type { LoadedAnchor, LoadedRecordReader } from "../plugin.ts";
 import { foldRecordEvents, readRecordEvents, recordCauses } from "../record_evidence.ts";
 import type { RecordsRead } from "../session_records.ts";
-import { emptyFinalMessage, restartedAttempts, zeroOutputUsage } from "./contradictions.ts";
+import {
+  droppedAnswer,
+  emptyFinalMessage,
+  repeatedStarts,
+  restartedAttempts,
+  shorterThanRecorded,
+  zeroOutputUsage,
+} from "./contradictions.ts";
 import { type Turn, turnText, wholeText } from "./turns.ts";
 
 /** What the evidence beyond the wire adds to a turn's facts and Outcome. */
@@ -53,21 +60,44 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   const text = turnText(turn);
   const whole = wholeText(turn, text);
   let recordedFinal = false;
+  let recordedText: string | null = null;
+  let retried = false;
   if (input.records) {
     diagnostics.push(...input.records.diagnostics);
     const events = readRecordEvents(input.records.records, input.readers, diagnostics);
-    const verdict = foldRecordEvents(events);
+    let verdict = foldRecordEvents(events);
+    if (verdict.unanswered && turn.chars === 0) {
+      // Nothing streamed and nothing recorded: the turn reads as empty, as the wire says.
+      diagnostics.push("the agent recorded the prompt but no final answer, and streamed no text");
+      verdict = { ...verdict, unanswered: null };
+    }
     const causes = recordCauses(verdict, input.textAnchors, input.now, diagnostics);
     out.cut = causes.cut;
     out.recordedStop = causes.stop;
     recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
+    recordedText = recordedFinal ? verdict.finalText : null;
+    retried = verdict.recovered;
     if (verdict.recovered) {
       diagnostics.push(
         "the agent's records show an error the turn recovered from: a retry completed the answer",
       );
-      const final = verdict.finalText;
-      if (final && whole && text !== final && text.endsWith(final)) out.finalText = final;
     }
+  }
+  // Attempts: delimited by a silent gap before text that begins the attempt again; for a
+  // turn known to be broken (cut, or retried by the agent), by its first characters alone.
+  const attempts = whole
+    ? restartedAttempts(text, turn.textBreaks) ??
+      (out.cut || retried ? repeatedStarts(text) : null)
+    : null;
+  const last = attempts ? text.slice(attempts[attempts.length - 1]) : text;
+  if (attempts) {
+    out.finalText = last;
+    diagnostics.push(
+      `the reply restarted ${attempts.length - 1} time(s) (a retry re-streamed it): ` +
+        `reply.text is the last attempt, from character ${
+          attempts[attempts.length - 1]
+        } of ${turn.chars}`,
+    );
   }
   if (!out.cut && !out.recordedStop) {
     const words = zeroOutputUsage(input.result, turn.chars) ??
@@ -75,16 +105,14 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
     if (words && recordedFinal) {
       diagnostics.push(`${words} — but the agent's records hold its final answer`);
     } else if (words) out.cut = contradictionCause(words);
-  }
-  if (out.finalText === null && whole) {
-    const attempts = restartedAttempts(text, turn.textBreaks);
-    if (attempts) {
-      const start = attempts[attempts.length - 1];
-      out.finalText = text.slice(start);
-      diagnostics.push(
-        `the reply restarted ${attempts.length - 1} time(s) after a silent gap (a retry ` +
-          `re-streamed it): reply.text is the last attempt, from character ${start} of ${turn.chars}`,
-      );
+    const shortfall = recordedText !== null && whole
+      ? shorterThanRecorded(last, recordedText)
+      : null;
+    if (shortfall && !out.cut) out.cut = contradictionCause(shortfall);
+    const dropped = recordedFinal ? null : droppedAnswer(input.result, turn.chars, turn.activity);
+    if (dropped) {
+      diagnostics.push(dropped);
+      out.recordedStop = { stopReason: "refusal", cause: contradictionCause(dropped) };
     }
   }
   return out;
