@@ -47,7 +47,8 @@ describe("decide — evidence beyond the wire (end_turn)", () => {
   const MAX = { stopReason: "max_tokens" as const, cause: cause("output limit", "context") };
   const REFUSAL = { stopReason: "refusal" as const, cause: cause("refused", "context") };
   // replyChars, cut, recordedStop -> status, error message, swallowed
-  const rows: Array<[number, Cause | null, typeof MAX | null, string, string | null, boolean]> = [
+  type Stop = NonNullable<TurnFacts["recordedStop"]>;
+  const rows: Array<[number, Cause | null, Stop | null, string, string | null, boolean]> = [
     [10, null, null, "ok", null, false],
     [0, null, null, "empty", null, false],
     [10, CUT, null, "truncated", "API Error: 529 Overloaded", true],
