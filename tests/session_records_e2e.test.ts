@@ -25,16 +25,10 @@ import {
 setDefaultTimeout(30_000);
 const track = killedAfterEach();
 
-function proxy(s: Scratch, extra: string[] = []): ProxyProcess {
-  const p = startProxy(s, [
-    "--config",
-    s.config,
-    "--agent",
-    "claude",
-    "--outcome-file",
-    s.outcomes,
-    ...extra,
-  ]);
+/** The proxy under the built-in `claude` profile (session records), or another one. */
+function proxy(s: Scratch, extra: string[] = [], agent = "claude"): ProxyProcess {
+  const args = ["--config", s.config, "--agent", agent, "--outcome-file", s.outcomes, ...extra];
+  const p = startProxy(s, args);
   track(p);
   return p;
 }
@@ -166,16 +160,7 @@ describe("a reply cut off never looks complete", () => {
 describe("wire contradictions (a profile without session records)", () => {
   async function fakeTurn(text: string, extra: string[] = []) {
     const s = scratch();
-    const p = startProxy(s, [
-      "--config",
-      s.config,
-      "--agent",
-      "fake",
-      "--outcome-file",
-      s.outcomes,
-      ...extra,
-    ]);
-    track(p);
+    const p = proxy(s, extra, "fake");
     const answer = await withClient(p, async (ctx) => {
       const sessionId = await openSession(ctx);
       return await prompt(ctx, sessionId, text).catch((err: acp.RequestError) => ({
