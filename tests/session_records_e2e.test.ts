@@ -5,7 +5,7 @@
  * `end_turn`; the records say whether the reply was whole.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { turnguard } from "./helpers/cli.ts";
 import type * as acp from "@agentclientprotocol/sdk";
 import { join } from "node:path";
@@ -244,5 +244,40 @@ describe("scan and explain read a session file", () => {
       cwd: s.dir,
     });
     expect(bad.code).toBe(2);
+  });
+});
+
+describe("the publish fallback never sends a cut reply", () => {
+  const FIXTURES = join(import.meta.dir, "fixtures", "publish");
+  test("a truncated turn is not published; a re-streamed one publishes its last attempt", async () => {
+    const s = scratch();
+    const args = ["--publish-fallback", "--var", "channel=C1"];
+    const q = startProxy(
+      s,
+      ["--config", s.config, "--agent", "fake", "--outcome-file", s.outcomes, ...args],
+      undefined,
+      { PATH: `${FIXTURES}:${process.env.PATH}`, BUZZ_RECORD_DIR: s.dir },
+    );
+    track(q);
+    await withClient(q, async (ctx) => {
+      const sessionId = await openSession(ctx);
+      for (const text of ["zero-usage", "restream"]) {
+        await ctx.request("session/prompt", {
+          sessionId,
+          prompt: [{ type: "text", text }],
+          _meta: { turnguard: { reply_to: "E1" } },
+        });
+      }
+    });
+    await q.exited;
+    const outcomes = readOutcomes(s.outcomes);
+    expect(outcomes.map((o) => [o.status, o.publish?.fallback?.sent ?? null])).toEqual([
+      ["truncated", null],
+      ["ok", true],
+    ]);
+    const sent = readdirSync(s.dir).filter((f) => /^\d+\.stdin$/.test(f)).sort();
+    expect(sent.map((f) => readFileSync(join(s.dir, f), "utf8"))).toEqual([
+      "Here is the plan: first, read the file. Done.",
+    ]);
   });
 });
