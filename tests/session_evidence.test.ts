@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { builtinPlugins } from "../lib/plugins.ts";
+import { gatherBeyondWire } from "../lib/acp/beyond_wire.ts";
+import { newTurn, observeUpdate } from "../lib/acp/turns.ts";
 import { scanRecords } from "../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -372,5 +374,76 @@ describe("attempts and answers, told by text alone", () => {
     // text streamed before the final message (a step, a tool call) is not compared
     expect(shorterThanRecorded("Let me check. " + answer, answer)).toBeNull();
     expect(shorterThanRecorded("Something else", answer)).toBeNull();
+  });
+});
+
+describe("gatherBeyondWire (records and wire together)", () => {
+  const claudeReaders = builtinPlugins().readers.filter((r) => r.agents?.includes("claude"));
+  function turnWith(chunks: string[]) {
+    const turn = newTurn({
+      sessionId: "s",
+      requestId: 1,
+      promptLine: new Uint8Array(),
+      promptMeta: undefined,
+      startedAt: 0,
+      snapshot: { patterns: [], files: new Map(), takenAt: 0, diagnostics: [] },
+      trackToolCalls: false,
+    }, 1);
+    chunks.forEach((text, i) =>
+      observeUpdate(turn, {
+        sessionUpdate: "agent_message_chunk",
+        content: { type: "text", text },
+      }, i)
+    );
+    return turn;
+  }
+  const rec = (record: unknown) => ({ path: "/t.jsonl", offset: 0, record });
+  const gather = (chunks: string[], records: unknown[], result: unknown = {}) => {
+    const diagnostics: string[] = [];
+    const out = gatherBeyondWire({
+      turn: turnWith(chunks),
+      result,
+      stopReason: "end_turn",
+      records: { records: records.map(rec), diagnostics: [] },
+      readers: claudeReaders,
+      textAnchors: [],
+      now: 0,
+    }, diagnostics);
+    return { ...out, diagnostics };
+  };
+  const user = { type: "user", message: { content: "q" } };
+  const retry = { type: "system", subtype: "api_error", error: { status: 529 } };
+  const answer = (text: string) => ({
+    type: "assistant",
+    message: { content: [{ type: "text", text }], stop_reason: "end_turn" },
+  });
+
+  test("recovered: reply.text is the recorded final answer the stream ends with", () => {
+    const out = gather(["Partial stu", "ff. The full answer."], [
+      user,
+      retry,
+      answer("The full answer."),
+    ]);
+    expect([out.cut, out.finalText]).toEqual([null, "The full answer."]);
+  });
+  test("clean: no cut, no final text of its own, whatever the usage says", () => {
+    const out = gather(["All ", "good."], [user, answer("All good.")], {
+      usage: { inputTokens: 5, outputTokens: 0 },
+    });
+    expect([out.cut, out.recordedStop, out.finalText]).toEqual([null, null, null]);
+    expect(out.diagnostics.join("\n")).toContain("records hold its final answer");
+  });
+  test("no records: the wire's contradictions alone", () => {
+    const diagnostics: string[] = [];
+    const out = gatherBeyondWire({
+      turn: turnWith(["half"]),
+      result: { usage: { inputTokens: 5, outputTokens: 0 } },
+      stopReason: "end_turn",
+      records: null,
+      readers: [],
+      textAnchors: [],
+      now: 0,
+    }, diagnostics);
+    expect(out.cut?.error.anchor).toBe("wire");
   });
 });

@@ -83,6 +83,11 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
       );
     }
   }
+  // A recovered turn whose recorded final answer ends the streamed text: that is the reply.
+  if (retried && recordedText && whole && text !== recordedText && text.endsWith(recordedText)) {
+    out.finalText = recordedText;
+    return out;
+  }
   // Attempts: delimited by a silent gap before text that begins the attempt again; for a
   // turn known to be broken (cut, or retried by the agent), by its first characters alone.
   const attempts = whole
