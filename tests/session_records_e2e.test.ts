@@ -281,3 +281,30 @@ describe("the publish fallback never sends a cut reply", () => {
     ]);
   });
 });
+
+describe("wait says truncated", () => {
+  test("wait --print shows the state, the cause and the partial reply; --json the status", async () => {
+    const s = scratch();
+    const journal = join(s.dir, "journal.jsonl");
+    await turns(s, ["records-cut"], ["--journal", journal]);
+    const env = testEnv(s);
+    const printed = await turnguard(["wait", "claude", "--print", "--journal", journal], {
+      env,
+      cwd: s.dir,
+    });
+    expect(printed.stdout).toBe(
+      "claude  ready: turn truncated\n" +
+        'error: API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n' +
+        "The answer is\n",
+    );
+    const json = await turnguard(["wait", "claude", "--json", "--journal", journal], {
+      env,
+      cwd: s.dir,
+    });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: "truncated",
+      error: { category: "capacity" },
+      reply: "The answer is",
+    });
+  });
+});
