@@ -6,7 +6,6 @@ import { newTurn, observeUpdate } from "../lib/acp/turns.ts";
 import { scanRecords } from "../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Cause, decide, type TurnFacts } from "../lib/decide.ts";
 import {
   droppedAnswer,
   emptyFinalMessage,
@@ -28,61 +27,6 @@ import { readClaudeRecord } from "../plugins/claude_records.ts";
 import { readCodexRecord } from "../plugins/codex_records.ts";
 import { readGeminiRecord } from "../plugins/gemini_records.ts";
 import type { Profile } from "../lib/config.ts";
-
-const cause = (message: string, category: Cause["error"]["category"] = "capacity"): Cause => ({
-  error: { code: null, message, category, anchor: "records:x", source: null },
-  retry: { retryable: true, reason: "r", afterMs: null, at: null },
-});
-
-const base: TurnFacts = {
-  cancelled: false,
-  exit: null,
-  stopReason: "end_turn",
-  agentError: null,
-  output: 0,
-  logCause: null,
-  timeout: null,
-};
-
-describe("decide — evidence beyond the wire (end_turn)", () => {
-  const CUT = cause("API Error: 529 Overloaded");
-  const MAX = { stopReason: "max_tokens" as const, cause: cause("output limit", "context") };
-  const REFUSAL = { stopReason: "refusal" as const, cause: cause("refused", "context") };
-  // replyChars, cut, recordedStop -> status, error message, swallowed
-  type Stop = NonNullable<TurnFacts["recordedStop"]>;
-  const rows: Array<[number, Cause | null, Stop | null, string, string | null, boolean]> = [
-    [10, null, null, "ok", null, false],
-    [0, null, null, "empty", null, false],
-    [10, CUT, null, "truncated", "API Error: 529 Overloaded", true],
-    [0, CUT, null, "failed", "API Error: 529 Overloaded", true],
-    [10, null, MAX, "truncated", "output limit", true],
-    [0, null, MAX, "truncated", "output limit", true],
-    [10, null, REFUSAL, "refused", null, true],
-    [0, null, REFUSAL, "refused", null, true],
-    [10, CUT, MAX, "truncated", "output limit", true],
-  ];
-  for (const [chars, cut, recordedStop, status, message, swallowed] of rows) {
-    test(`chars=${chars} cut=${!!cut} stop=${recordedStop?.stopReason ?? null} -> ${status}`, () => {
-      const d = decide({ ...base, output: chars, replyChars: chars, cut, recordedStop });
-      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
-        status,
-        message,
-        swallowed,
-      ]);
-    });
-  }
-  test("the wire's own verdicts win: an agent error, a wire max_tokens, a cancel", () => {
-    const err = cause("agent said", "auth");
-    expect(decide({ ...base, agentError: err, cut: CUT, output: 5 }).error?.message).toBe(
-      "agent said",
-    );
-    expect(decide({ ...base, stopReason: "max_tokens", cut: CUT, output: 5 }).error).toBeNull();
-    expect(decide({ ...base, cancelled: true, cut: CUT, output: 5 }).status).toBe("cancelled");
-  });
-  test("a truncated turn keeps the cause's retry hint", () => {
-    expect(decide({ ...base, output: 3, replyChars: 3, cut: CUT }).retry?.retryable).toBe(true);
-  });
-});
 
 const ev = (event: RecordEvent, offset = 0): ReadEvent => ({
   event,
