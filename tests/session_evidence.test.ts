@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { builtinPlugins } from "../lib/plugins.ts";
+import { mergeConfigs, parseConfigText } from "../lib/config.ts";
 import { gatherBeyondWire } from "../lib/acp/beyond_wire.ts";
 import { newTurn, observeUpdate } from "../lib/acp/turns.ts";
 import { scanRecords } from "../lib/cli/scan.ts";
@@ -389,5 +390,22 @@ describe("gatherBeyondWire (records and wire together)", () => {
       now: 0,
     }, diagnostics);
     expect(out.cut?.error.anchor).toBe("wire");
+  });
+});
+
+describe("session_records in the config", () => {
+  test("a pattern without {session} is an error naming the file, line and key", () => {
+    const toml = `[agent.mine]\nmatch = ["mine"]\nsession_records = ["/x/*.jsonl"]\n`;
+    expect(() => parseConfigText("/c/anchors.toml", toml)).toThrow(
+      /\/c\/anchors.toml:3.*agent\.mine\.session_records\[0\].*must name \{session\}/,
+    );
+    const ok = parseConfigText("/c/anchors.toml", toml.replace("*.jsonl", "{session}.jsonl"));
+    expect(mergeConfigs([ok]).profiles.get("mine")?.sessionRecords).toEqual([
+      "/x/{session}.jsonl",
+    ]);
+  });
+  test("the settle window is bounded", () => {
+    const toml = `[agent.mine]\nrecords_settle_ms = 60000\n`;
+    expect(() => parseConfigText("/c/anchors.toml", toml)).toThrow(/records_settle_ms/);
   });
 });
