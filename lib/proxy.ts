@@ -818,6 +818,10 @@ class Proxy {
         }
         const verdict = this.#decideTurn(turn, end, line, now, records);
         return verdict === null ? line : "later" in verdict ? verdict.later : verdict.replace;
+      }).catch((err) => {
+        // The client's answer never waits on a failure here: the agent's own goes.
+        this.#log(`deciding the turn failed: ${errorText(err)}`);
+        return line;
       });
       return { later };
     }
