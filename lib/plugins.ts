@@ -24,8 +24,8 @@ export interface LoadedPlugins {
   anchors: LoadedAnchor[];
   /** Validated publish detectors, in load order. */
   detectors: LoadedPublishDetector[];
-  /** Validated session record readers, in load order. */
-  readers: LoadedRecordReader[];
+  /** Validated session record readers, in load order (a set without them has none). */
+  readers?: LoadedRecordReader[];
 }
 
 /** Validates one module's default export; `origin` names it in errors and diagnostics. */
@@ -58,7 +58,7 @@ export function validatePluginModule(
 }
 
 /** The built-in packs, validated like any user plugin. */
-export function builtinPlugins(): LoadedPlugins {
+export function builtinPlugins(): Required<LoadedPlugins> {
   return merge(
     BUILTIN_PLUGINS.map(({ name, module }) => validatePluginModule(module, `builtin:${name}`)),
   );
@@ -117,14 +117,14 @@ export async function loadCodePlugins(
 }
 
 /** Joins plugin sets; a later anchor, detector or reader with an id already seen replaces it. */
-export function merge(sets: readonly LoadedPlugins[]): LoadedPlugins {
+export function merge(sets: readonly LoadedPlugins[]): Required<LoadedPlugins> {
   const anchors = new Map<string, LoadedAnchor>();
   const detectors = new Map<string, LoadedPublishDetector>();
   const readers = new Map<string, LoadedRecordReader>();
   for (const set of sets) {
     for (const a of set.anchors) anchors.delete(a.id), anchors.set(a.id, a);
     for (const d of set.detectors) detectors.delete(d.id), detectors.set(d.id, d);
-    for (const r of set.readers) readers.delete(r.id), readers.set(r.id, r);
+    for (const r of set.readers ?? []) readers.delete(r.id), readers.set(r.id, r);
   }
   return {
     anchors: [...anchors.values()],

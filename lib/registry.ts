@@ -59,7 +59,7 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
   const pluginBudgetMs = merged.pluginBudgetMs ?? DEFAULT_PLUGIN_BUDGET_MS;
   const code = await loadCodePlugins(merged.plugins, { budgetMs: pluginBudgetMs });
   const detectors = merged.declarativeDetectors.map((d) => v.parse(PublishDetectorSchema, d));
-  const all = merge([builtinPlugins(), { anchors: declarative, detectors, readers: [] }, code]);
+  const all = merge([builtinPlugins(), { anchors: declarative, detectors }, code]);
   return {
     files: merged.files,
     profiles: merged.profiles,
