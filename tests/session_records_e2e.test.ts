@@ -308,3 +308,32 @@ describe("wait says truncated", () => {
     });
   });
 });
+
+describe("a user's own agent: its records and its reader plugin", () => {
+  test("a code plugin's reader reads the profile's session records, in its worker", async () => {
+    const s = scratch();
+    writeFileSync(
+      join(s.dir, "reader.js"),
+      `export default { readers: [{ id: "mine.log", agents: ["mine"], read(r) {
+        if (r.kind === "ask") return { kind: "prompt" };
+        if (r.kind === "oops") return { kind: "error", cause: "backend said: " + r.why };
+        return null;
+      } }] };\n`,
+    );
+    const config = join(s.dir, "mine.toml");
+    writeFileSync(
+      config,
+      `plugins = ["reader.js"]\n[agent.mine]\nsession_records = ["$HOME/mine/{session}.jsonl"]\n`,
+    );
+    const file = join(s.dir, "s1.jsonl");
+    writeFileSync(file, '{"kind":"ask"}\n{"kind":"oops","why":"quota gone"}\n');
+    const r = await turnguard(
+      ["scan", "--config", config, "--kind", "records", "--agent", "mine", file],
+      { env: testEnv(s), cwd: s.dir },
+    );
+    expect(r.stdout).toContain(`${file}:2: mine.log error backend said: quota gone`);
+    expect(r.stdout).toContain("the last turn was cut");
+    const check = await turnguard(["check", "--config", config], { env: testEnv(s), cwd: s.dir });
+    expect(check.stdout).toContain("session records (settle 100 ms; readers mine.log)");
+  });
+});
