@@ -192,6 +192,8 @@ describe("decide — proxy mode (stop reasons sent as errors, wrapper errors)", 
   test("the sharpened cause keeps the agent's own code", () => {
     const d = decide({ ...base, agentError: { ...WRAPPER_CODE }, textCause: TEXT });
     expect(d.error).toEqual({ ...TEXT.error, code: -32000 });
+  });
+});
 
 // Evidence beyond the wire: the agent said end_turn; its session records or the wire's
 // contradictions say the reply was cut (`cut`) or stopped (`recordedStop`).
