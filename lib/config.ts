@@ -27,6 +27,17 @@ export const ProfileSchema = v.strictObject({
   log_format: v.optional(v.picklist(["plain", "glog"])),
   /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
   anchors: v.optional(v.array(v.string())),
+  /**
+   * The agent's own per-session record files (docs/EVIDENCE.md): path patterns like
+   * `logs`, with `{session}` (or `{session:N}`, its first N characters) for the session id
+   * the agent gave on the wire; a pattern without it is an error (it would read others').
+   */
+  session_records: v.optional(v.array(v.pipe(
+    v.string(),
+    v.regex(/\{session(?::[1-9][0-9]*)?\}/, "a session_records pattern must name {session}"),
+  ))),
+  /** How long to wait, after the agent answered, for its last session records (ms). */
+  records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
   /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
   publish: v.optional(PublishTableSchema),
 });
@@ -53,6 +64,10 @@ export interface Profile {
   logs: string[];
   logFormat: "plain" | "glog";
   anchors: string[] | null;
+  /** `session_records` patterns (absent: none). */
+  sessionRecords?: string[];
+  /** `records_settle_ms` (absent: DEFAULT_SETTLE_MS of lib/session_records.ts). */
+  recordsSettleMs?: number;
   /** The `publish` table, when the profile has one. */
   publish?: PublishTable;
 }
@@ -199,6 +214,8 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         logs: p.logs ?? prev?.logs ?? [],
         logFormat: p.log_format ?? prev?.logFormat ?? "plain",
         anchors: p.anchors ?? prev?.anchors ?? null,
+        sessionRecords: p.session_records ?? prev?.sessionRecords,
+        recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
         publish: p.publish ?? prev?.publish,
       });
     }

@@ -41,6 +41,17 @@ export interface TurnFacts {
    * cause as a notice just before they answer with an error). Never a failure by itself.
    */
   textCause?: Cause | null;
+  // Evidence beyond the wire (proxy; docs/EVIDENCE.md). Absent: none was read.
+  /**
+   * The reply was cut: the agent's session records end the turn on an error or an abort,
+   * or the wire contradicts itself (usage with no output, a final message with no
+   * content). The cause. A turn that recovered (an error, then a final answer) has none.
+   */
+  cut?: Cause | null;
+  /** A stop reason only the agent's records show (the wire said `end_turn`). */
+  recordedStop?: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
+  /** Characters of reply text streamed (`output` also counts other updates). */
+  replyChars?: number;
 }
 
 /** What decide concludes. `swallowed`: the agent hid this failure (exit 0 or end_turn). */
@@ -57,6 +68,13 @@ const failed = (cause: Cause, swallowed = false): Decision => ({
   error: cause.error,
   retry: cause.retry,
   swallowed,
+});
+/** A reply cut short: its partial text stands, the cause is said (and hidden by the agent). */
+const truncated = (cause: Cause): Decision => ({
+  status: "truncated",
+  error: cause.error,
+  retry: cause.retry,
+  swallowed: true,
 });
 
 /**
@@ -119,6 +137,12 @@ export function decide(f: TurnFacts): Decision {
     case "max_turn_requests":
       return ok("truncated");
   }
+  // Evidence beyond the wire: the agent ended the turn as if whole; its records or the
+  // wire itself say the reply was cut. With reply text: truncated (the text kept, the
+  // cause said); with none: failed, since no answer exists.
+  if (f.recordedStop?.stopReason === "refusal") return { ...ok("refused"), swallowed: true };
+  if (f.recordedStop) return truncated(f.recordedStop.cause);
+  if (f.cut) return (f.replyChars ?? f.output) > 0 ? truncated(f.cut) : failed(f.cut, true);
   if (f.output > 0) return ok("ok");
   if (f.logCause) return failed(f.logCause, true);
   return ok("empty");

@@ -7,13 +7,21 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { errCode } from "./logfs.ts";
 
-/** Expands `$VAR`, `${VAR}` and a leading `~` from `env`; unset variables expand to "". */
+/**
+ * Expands `$VAR`, `${VAR}`, `${VAR:-default}` (the default, itself expanded, when VAR is
+ * unset or empty: `${CODEX_HOME:-$HOME/.codex}`) and a leading `~` from `env`; unset
+ * variables expand to "".
+ */
 export function expandVars(pattern: string, env: Record<string, string | undefined>): string {
   const home = env.HOME ?? "";
   const withHome = pattern.startsWith("~/") ? home + pattern.slice(1) : pattern;
   return withHome.replace(
-    /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
-    (_, a: string | undefined, b: string | undefined) => env[(a ?? b) as string] ?? "",
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_, a: string | undefined, fallback: string | undefined, b: string | undefined) => {
+      const value = env[(a ?? b) as string];
+      if (fallback !== undefined && !value) return expandVars(fallback, env);
+      return value ?? "";
+    },
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * The plugin API: the one way anchors and publish detectors are written, by the built-in
  * packs in plugins/ and by users alike. A plugin module needs no import of turnguard: it
- * default-exports `{ anchors?: [...], detectors?: [...] }`; the helpers below only add types.
+ * default-exports `{ anchors?: [...], detectors?: [...], readers?: [...] }`; the helpers below only add types.
  */
 import * as v from "valibot";
 import { CategorySchema } from "./outcome.ts";
@@ -104,10 +104,60 @@ export type PublishDetector = v.InferInput<typeof PublishDetectorSchema>;
 /** A publish detector after validation. */
 export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
 
+/**
+ * What a record reader says of one record of an agent's session file (docs/EVIDENCE.md):
+ * - `prompt`: the user's prompt was recorded: the turn's own records start here (what came
+ *   before it in the appended bytes belongs to an earlier turn); `answerFirst`: the agent
+ *   records a prompt's final answer before it answers the prompt, so a prompt with no final
+ *   reply after it ended before its final message;
+ * - `error`: the turn hit an API error, with the cause's words; `retrying`: the agent said
+ *   it tries again (an error a later `reply` with `final` recovers from);
+ * - `stop`: the model stopped for `stopReason` (`max_tokens`, `refusal`), with its words;
+ * - `reply`: an assistant message with content; `final` when it is the turn's final
+ *   answer (the model ended its turn), `text` its text when known;
+ * - `aborted`: the turn ended before its final message (the agent recorded it so).
+ */
+export const RecordEventSchema = v.variant("kind", [
+  v.object({ kind: v.literal("prompt"), answerFirst: v.optional(v.boolean()) }),
+  v.object({
+    kind: v.literal("error"),
+    cause: v.pipe(v.string(), v.minLength(1)),
+    category: v.optional(CategorySchema),
+    code: v.optional(v.union([v.number(), v.string()])),
+    retrying: v.optional(v.boolean()),
+  }),
+  v.object({
+    kind: v.literal("stop"),
+    stopReason: v.picklist(["max_tokens", "refusal"]),
+    cause: v.optional(v.string()),
+  }),
+  v.object({ kind: v.literal("reply"), final: v.boolean(), text: v.optional(v.string()) }),
+  v.object({ kind: v.literal("aborted"), cause: v.pipe(v.string(), v.minLength(1)) }),
+]);
+/** What a record reader's `read` returns for a record it understands. */
+export type RecordEvent = v.InferOutput<typeof RecordEventSchema>;
+
+/**
+ * A record reader plugin: reads one record (a parsed JSON line) of an agent's session file
+ * and says what it shows of the turn (RecordEventSchema), or nothing.
+ */
+export const RecordReaderSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+  /** Agent profiles this reader is for; absent means every profile. */
+  agents: v.optional(v.array(v.string())),
+  read: fn<(record: unknown) => RecordEvent | null | undefined>("read must be a function"),
+  origin: v.optional(v.string()),
+});
+/** A record reader as a plugin writes it (see RecordReaderSchema). */
+export type RecordReader = v.InferInput<typeof RecordReaderSchema>;
+/** A record reader after validation. */
+export type LoadedRecordReader = v.InferOutput<typeof RecordReaderSchema>;
+
 /** The shape every plugin module's default export must have. */
 export const PluginModuleSchema = v.strictObject({
   anchors: v.optional(v.array(AnchorSchema), []),
   detectors: v.optional(v.array(PublishDetectorSchema), []),
+  readers: v.optional(v.array(RecordReaderSchema), []),
 });
 /** A plugin module's default export as written (see PluginModuleSchema). */
 export type PluginModule = v.InferInput<typeof PluginModuleSchema>;
@@ -120,6 +170,11 @@ export function defineAnchor(anchor: Anchor): Anchor {
 /** Typed identity helper for detector authors. */
 export function definePublishDetector(detector: PublishDetector): PublishDetector {
   return detector;
+}
+
+/** Typed identity helper for record reader authors. */
+export function defineRecordReader(reader: RecordReader): RecordReader {
+  return reader;
 }
 
 /** Typed identity helper for a plugin module's default export. */

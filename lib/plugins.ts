@@ -9,7 +9,12 @@ import { BUILTIN_PLUGINS } from "../plugins/index.ts";
 import { errorText } from "./errors.ts";
 import type { PluginRef } from "./config.ts";
 import { ConfigError } from "./errors.ts";
-import { type LoadedAnchor, type LoadedPublishDetector, PluginModuleSchema } from "./plugin.ts";
+import {
+  type LoadedAnchor,
+  type LoadedPublishDetector,
+  type LoadedRecordReader,
+  PluginModuleSchema,
+} from "./plugin.ts";
 import { PluginWorker, reviveExport } from "./plugin_host.ts";
 import { formatKeyPath, type KeyStep } from "./toml_locate.ts";
 
@@ -19,6 +24,8 @@ export interface LoadedPlugins {
   anchors: LoadedAnchor[];
   /** Validated publish detectors, in load order. */
   detectors: LoadedPublishDetector[];
+  /** Validated session record readers, in load order (a set without them has none). */
+  readers?: LoadedRecordReader[];
 }
 
 /** Validates one module's default export; `origin` names it in errors and diagnostics. */
@@ -46,11 +53,12 @@ export function validatePluginModule(
   return {
     anchors: result.output.anchors.map((a) => ({ ...a, origin: a.origin ?? origin })),
     detectors: result.output.detectors.map((d) => ({ ...d, origin: d.origin ?? origin })),
+    readers: result.output.readers.map((r) => ({ ...r, origin: r.origin ?? origin })),
   };
 }
 
 /** The built-in packs, validated like any user plugin. */
-export function builtinPlugins(): LoadedPlugins {
+export function builtinPlugins(): Required<LoadedPlugins> {
   return merge(
     BUILTIN_PLUGINS.map(({ name, module }) => validatePluginModule(module, `builtin:${name}`)),
   );
@@ -123,13 +131,19 @@ export async function loadCodePlugins(
   return merge(loaded);
 }
 
-/** Joins plugin sets; a later anchor or detector with an id already seen replaces it. */
-export function merge(sets: readonly LoadedPlugins[]): LoadedPlugins {
+/** Joins plugin sets; a later anchor, detector or reader with an id already seen replaces it. */
+export function merge(sets: readonly LoadedPlugins[]): Required<LoadedPlugins> {
   const anchors = new Map<string, LoadedAnchor>();
   const detectors = new Map<string, LoadedPublishDetector>();
+  const readers = new Map<string, LoadedRecordReader>();
   for (const set of sets) {
     for (const a of set.anchors) anchors.delete(a.id), anchors.set(a.id, a);
     for (const d of set.detectors) detectors.delete(d.id), detectors.set(d.id, d);
+    for (const r of set.readers ?? []) readers.delete(r.id), readers.set(r.id, r);
   }
-  return { anchors: [...anchors.values()], detectors: [...detectors.values()] };
+  return {
+    anchors: [...anchors.values()],
+    detectors: [...detectors.values()],
+    readers: [...readers.values()],
+  };
 }

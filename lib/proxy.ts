@@ -56,6 +56,14 @@ import type { RetryExecutor, RetryRun } from "./proxy_journal.ts";
 import type { ScheduledRetry } from "./retry_policy.ts";
 import { RetryWaits } from "./retry_waits.ts";
 import { findLogCause, snapshotProfileLogs } from "./log_cause.ts";
+import type { LoadedRecordReader } from "./plugin.ts";
+import {
+  DEFAULT_SETTLE_MS,
+  readSessionRecords,
+  type RecordsRead,
+  type RecordsSnapshot,
+  snapshotSessionRecords,
+} from "./session_records.ts";
 import { withPluginBudget } from "./plugin_budget.ts";
 import type { LogFs } from "./logfs.ts";
 import type { Outcome } from "./outcome.ts";
@@ -126,6 +134,10 @@ export interface ProxyOptions extends AgentLaunch {
   keepReplyText?: boolean;
   /** `--rewrite-errors`. */
   rewriteErrors?: boolean;
+  /** `--strict-turns`: an incomplete answer ended as `end_turn` is answered as an error. */
+  strictTurns?: boolean;
+  /** The profile's session record readers (docs/EVIDENCE.md). */
+  readers?: readonly LoadedRecordReader[];
   /** Receives each turn's Outcome. */
   onOutcome?: (outcome: Outcome) => void;
   /**
@@ -728,6 +740,7 @@ class Proxy {
       promptMeta: params._meta,
       startedAt: now,
       snapshot: snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
+      records: this.#snapshotRecords(sessionId, now),
       trackToolCalls: this.#hooks.beforeRespond !== undefined,
       keepText: this.#keepText,
     });
@@ -828,7 +841,46 @@ class Proxy {
    * whether the retry runs: see `#scheduleRetry`).
    */
   #finishTurn(turn: Turn, end: TurnEnd, line: Uint8Array | null, now: number): Verdict {
-    const conclusion = this.#conclude(turn, end, now);
+    // ---- session records (docs/EVIDENCE.md): a turn the agent answered is decided once
+    // its records had the settle window to land; the response waits that long.
+    const taken = turn.records;
+    if (taken && end.kind === "result") {
+      const settleMs = this.#opts.profile.recordsSettleMs ?? DEFAULT_SETTLE_MS;
+      const later = new Promise((resolve) => setTimeout(resolve, settleMs)).then(() => {
+        let records: RecordsRead;
+        try {
+          records = readSessionRecords(taken, turn.startedAt, this.#opts.fs);
+        } catch (err) {
+          records = { records: [], diagnostics: [`session records: ${errorText(err)}`] };
+        }
+        const verdict = this.#decideTurn(turn, end, line, now, records);
+        return verdict === null ? line : "later" in verdict ? verdict.later : verdict.replace;
+      }).catch((err) => {
+        // The client's answer never waits on a failure here: the agent's own goes.
+        this.#log(`deciding the turn failed: ${errorText(err)}`);
+        return line;
+      });
+      return { later };
+    }
+    return this.#decideTurn(turn, end, line, now, null);
+  }
+
+  /** The session's record files before its turn; null when the profile names none. */
+  #snapshotRecords(sessionId: string, now: number): RecordsSnapshot | null {
+    const { profile, env, fs } = this.#opts;
+    if (!profile.sessionRecords?.length) return null;
+    return snapshotSessionRecords(profile, env, sessionId, now, fs);
+  }
+  // ---- end of session records
+
+  #decideTurn(
+    turn: Turn,
+    end: TurnEnd,
+    line: Uint8Array | null,
+    now: number,
+    records: RecordsRead | null,
+  ): Verdict {
+    const conclusion = this.#conclude(turn, end, now, records);
     const bytes = conclusion.response
       ? encodeResponse(conclusion.response, turn.requestIdLexeme, line ? lineEnding(line) : "\n")
       : line;
@@ -856,7 +908,7 @@ class Proxy {
   }
 
   /** Decides the turn: its Outcome and the response turnguard sends instead, if any. */
-  #conclude(turn: Turn, end: TurnEnd, now: number): Conclusion {
+  #conclude(turn: Turn, end: TurnEnd, now: number, records: RecordsRead | null = null): Conclusion {
     const opts = this.#opts;
     // One code plugin budget for everything that decides the turn (anchors on the agent's
     // error, the log scan, the reply's failure text).
@@ -868,6 +920,9 @@ class Proxy {
         anchors: opts.anchors,
         endedAt: now,
         rewriteErrors: opts.rewriteErrors === true,
+        strictTurns: opts.strictTurns === true,
+        records,
+        readers: opts.readers,
         scanLogs: () =>
           findLogCause({
             snapshot: turn.snapshot,
@@ -942,6 +997,7 @@ class Proxy {
       failed,
       now,
       snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
+      this.#snapshotRecords(failed.sessionId, now),
     );
     this.#clientPending.add(turn.requestId, "session/prompt", turn.sessionId);
     const prompt = turn.promptLine;

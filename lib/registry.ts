@@ -15,6 +15,7 @@ import {
   AnchorSchema,
   type LoadedAnchor,
   type LoadedPublishDetector,
+  type LoadedRecordReader,
   PublishDetectorSchema,
 } from "./plugin.ts";
 import { builtinPlugins, loadCodePlugins, merge } from "./plugins.ts";
@@ -29,6 +30,8 @@ export interface Registry {
   profiles: Map<string, Profile>;
   anchors: LoadedAnchor[];
   detectors: LoadedPublishDetector[];
+  /** Session record readers (docs/EVIDENCE.md). */
+  readers: LoadedRecordReader[];
   /** The code plugin files the config files name, in load order. */
   pluginFiles: string[];
   /** Time each code plugin file may take to decide one turn. */
@@ -98,4 +101,12 @@ export function profileAnchors(anchors: readonly LoadedAnchor[], profile: Profil
     (a.agents === undefined || a.agents.includes(profile.name)) &&
     (patterns === null || patterns.some((re) => re.test(a.id)))
   );
+}
+
+/** The session record readers that apply to a profile: those whose `agents` name it, or all. */
+export function profileReaders(
+  readers: readonly LoadedRecordReader[],
+  profile: Profile,
+): LoadedRecordReader[] {
+  return readers.filter((r) => r.agents === undefined || r.agents.includes(profile.name));
 }

@@ -5,6 +5,9 @@ import codex from "./codex.ts";
 import gemini from "./gemini.ts";
 import generic from "./generic.ts";
 import buzz from "./buzz.ts";
+import claudeRecords from "./claude_records.ts";
+import codexRecords from "./codex_records.ts";
+import geminiRecords from "./gemini_records.ts";
 
 /** Built-in packs by name, in load order. */
 export const BUILTIN_PLUGINS: ReadonlyArray<{ name: string; module: PluginModule }> = [
@@ -13,4 +16,7 @@ export const BUILTIN_PLUGINS: ReadonlyArray<{ name: string; module: PluginModule
   { name: "claude", module: claude },
   { name: "codex", module: codex },
   { name: "buzz", module: buzz },
+  { name: "claude_records", module: claudeRecords },
+  { name: "codex_records", module: codexRecords },
+  { name: "gemini_records", module: geminiRecords },
 ];

@@ -48,7 +48,7 @@ describe("turnguard check", () => {
     expect(lines[1]).toBe("code plugins: none");
     expect(lines[2]).toBe("profile agy — matches agy, antigravity");
     expect(lines[3]).toBe("  logs (glog): $HOME/.gemini/antigravity-cli/log/cli-*.log");
-    expect(lines[5]).toBe("    agy.executor  priority 300  on log  <embedded anchors.toml>:41");
+    expect(lines[5]).toBe("    agy.executor  priority 300  on log  <embedded anchors.toml>:51");
     expect(lines).toContain("profile claude — matches claude-agent-acp, claude-code-acp");
     expect(lines).toContain("profile (other commands)");
     expect(lines).toContain("    claude.error-kind  priority 160  on error  builtin:claude");

@@ -194,3 +194,57 @@ describe("decide — proxy mode (stop reasons sent as errors, wrapper errors)", 
     expect(d.error).toEqual({ ...TEXT.error, code: -32000 });
   });
 });
+
+// Evidence beyond the wire: the agent said end_turn; its session records or the wire's
+// contradictions say the reply was cut (`cut`) or stopped (`recordedStop`).
+const wireBase: TurnFacts = { ...base, stopReason: "end_turn" };
+const recordCause = (
+  message: string,
+  category: Cause["error"]["category"] = "capacity",
+): Cause => ({
+  error: { code: null, message, category, anchor: "records:x", source: null },
+  retry: { retryable: true, reason: "r", afterMs: null, at: null },
+});
+
+describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md)", () => {
+  const CUT = recordCause("API Error: 529 Overloaded");
+  const MAX = { stopReason: "max_tokens" as const, cause: recordCause("output limit", "context") };
+  const REFUSAL = { stopReason: "refusal" as const, cause: recordCause("refused", "context") };
+  // replyChars, cut, recordedStop -> status, error message, swallowed
+  type Stop = NonNullable<TurnFacts["recordedStop"]>;
+  const rows: Array<[number, Cause | null, Stop | null, string, string | null, boolean]> = [
+    [10, null, null, "ok", null, false],
+    [0, null, null, "empty", null, false],
+    [10, CUT, null, "truncated", "API Error: 529 Overloaded", true],
+    [0, CUT, null, "failed", "API Error: 529 Overloaded", true],
+    [10, null, MAX, "truncated", "output limit", true],
+    [0, null, MAX, "truncated", "output limit", true],
+    [10, null, REFUSAL, "refused", null, true],
+    [0, null, REFUSAL, "refused", null, true],
+    [10, CUT, MAX, "truncated", "output limit", true],
+  ];
+  for (const [chars, cut, recordedStop, status, message, swallowed] of rows) {
+    test(`chars=${chars} cut=${!!cut} stop=${recordedStop?.stopReason ?? null} -> ${status}`, () => {
+      const d = decide({ ...wireBase, output: chars, replyChars: chars, cut, recordedStop });
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
+        status,
+        message,
+        swallowed,
+      ]);
+    });
+  }
+  test("the wire's own verdicts win: an agent error, a wire max_tokens, a cancel", () => {
+    const err = recordCause("agent said", "auth");
+    expect(decide({ ...wireBase, agentError: err, cut: CUT, output: 5 }).error?.message).toBe(
+      "agent said",
+    );
+    expect(decide({ ...wireBase, stopReason: "max_tokens", cut: CUT, output: 5 }).error).toBeNull();
+    expect(decide({ ...wireBase, cancelled: true, cut: CUT, output: 5 }).status).toBe("cancelled");
+  });
+  test("only reply text makes a cut turn truncated: tool calls alone are no partial answer", () => {
+    expect(decide({ ...wireBase, output: 4, replyChars: 0, cut: CUT }).status).toBe("failed");
+  });
+  test("a truncated turn keeps the cause's retry hint", () => {
+    expect(decide({ ...wireBase, output: 3, replyChars: 3, cut: CUT }).retry?.retryable).toBe(true);
+  });
+});

@@ -31,7 +31,7 @@ describe("embedded defaults", () => {
       );
     expect(shape(compiled)).toBe(shape(parsed));
     expect(compiled.declarativeAnchors.map((a) => a.origin)).toContain(
-      `${EMBEDDED_PATH}:41`,
+      `${EMBEDDED_PATH}:51`,
     );
   });
 });

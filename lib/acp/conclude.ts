@@ -15,7 +15,10 @@ import { signalExitCode } from "../signals.ts";
 import { formatDuration, utf8Length } from "../text.ts";
 import { errorCause, type ErrorStop, errorStopReason } from "./error_cause.ts";
 import { type JsonObject, stringField } from "./jsonrpc.ts";
-import { annotateError, errorResponse, turnguardData } from "./rewrite.ts";
+import { annotateError, errorResponse, incompleteResponse, turnguardData } from "./rewrite.ts";
+import type { LoadedRecordReader } from "../plugin.ts";
+import type { RecordsRead } from "../session_records.ts";
+import { type BeyondWire, gatherBeyondWire } from "./beyond_wire.ts";
 import { FAILURE_TEXT_MAX_BYTES } from "./reply_text.ts";
 import { streamed, type Turn, turnText, wholeText } from "./turns.ts";
 
@@ -38,6 +41,12 @@ export interface ConcludeInput {
   scanLogs: () => LogCauseResult;
   /** `--rewrite-errors`: HTTP-status codes become -32603, messages the readable cause. */
   rewriteErrors: boolean;
+  /** The turn's session records, read after the settle window (absent: none named). */
+  records?: RecordsRead | null;
+  /** The profile's session record readers. */
+  readers?: readonly LoadedRecordReader[];
+  /** `--strict-turns`: an incomplete answer the agent ended as whole becomes an error. */
+  strictTurns?: boolean;
 }
 
 /** The turn's Outcome and, when turnguard answers instead of the agent, the response. */
@@ -113,6 +122,20 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     };
   }
 
+  // Evidence beyond the wire, for a turn the agent ended as whole (docs/EVIDENCE.md).
+  const beyond: BeyondWire | null = end.kind === "result" && stopReason === "end_turn" &&
+      !turn.cancelled
+    ? gatherBeyondWire({
+      turn,
+      result: end.result,
+      stopReason,
+      records: input.records ?? null,
+      readers: input.readers ?? [],
+      textAnchors,
+      now: endedAt,
+    }, diagnostics)
+    : null;
+
   const textCause = readTextCause(turn, textAnchors, endedAt, diagnostics);
   const decision = decide({
     cancelled: turn.cancelled,
@@ -124,6 +147,9 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     logCause,
     timeout,
     textCause: textCause?.cause ?? null,
+    cut: beyond?.cut ?? null,
+    recordedStop: beyond?.recordedStop ?? null,
+    replyChars: turn.chars,
   });
   if (textCause && decision.status === "ok") {
     diagnostics.push(
@@ -145,7 +171,9 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     endedAt,
     stopReason,
     exit: end.kind === "exit" ? { code: end.code, signal: end.signal } : null,
-    reply: turn.keepText === "reply"
+    reply: beyond?.finalText != null
+      ? { chars: beyond.finalText.length, text: beyond.finalText }
+      : turn.keepText === "reply"
       ? { chars: turn.chars, text: turnText(turn) }
       : { chars: turn.chars },
     publish: null,
@@ -193,9 +221,15 @@ function replacement(
   const data = turnguardData(outcome);
   switch (end.kind) {
     case "result":
-      return decision.swallowed && decision.error
-        ? errorResponse(turn.requestId, decision.error.message, data)
-        : null;
+      if (decision.status === "failed" && decision.swallowed && decision.error) {
+        return errorResponse(turn.requestId, decision.error.message, data);
+      }
+      // A reply cut short (or refused) while the agent said end_turn: only with
+      // --strict-turns does the client get an error; otherwise the Outcome says it.
+      if (input.strictTurns && decision.swallowed) {
+        return incompleteResponse(turn.requestId, outcome, turnText(turn));
+      }
+      return null;
     case "error":
       return annotateError(end.response, data, input.rewriteErrors);
     case "timeout":

@@ -63,6 +63,30 @@ export function errorResponse(
   return { jsonrpc: "2.0", id, error: { code, message, data: { turnguard } } };
 }
 
+/**
+ * `--strict-turns`: the error that answers a prompt the agent ended with `end_turn` while
+ * its answer was incomplete (cut or refused): clients that only read `stopReason` learn it.
+ * The partial text the client already received is repeated in `data.partialText`.
+ */
+export function incompleteResponse(
+  id: JsonRpcId | null,
+  outcome: Outcome,
+  partialText: string,
+): JsonObject {
+  const cause = outcome.error?.message ??
+    (outcome.status === "refused" ? "the model refused to answer" : "the reply was cut short");
+  const message = `turn ${outcome.status}: ${cause}`;
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: INTERNAL_ERROR,
+      message,
+      data: { turnguard: turnguardData(outcome), partialText },
+    },
+  };
+}
+
 /** True for a code that is really an HTTP status (`429`, `503`), not a JSON-RPC code. */
 export function isHttpStatusCode(code: unknown): boolean {
   return typeof code === "number" && Number.isInteger(code) && code >= 100 && code <= 599;

@@ -3,12 +3,18 @@
  * Several sessions may run turns at once over one agent; each turn's state is its own.
  * `session/update` notifications are folded in by the pure `observeUpdate`.
  */
+import { Buffer } from "node:buffer";
 import type { ToolCallState } from "../plugin.ts";
 import type { Snapshot } from "../snapshot.ts";
 import { applyToolCallUpdate } from "../publish/tool_calls.ts";
 import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "./jsonrpc.ts";
 import { bytesAt, peekChunkText, spanHead, spanText, type UpdatePeek } from "./peek.ts";
 import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
+import { type LastMessage, RESTART_GAP_MS } from "./contradictions.ts";
+import type { RecordsSnapshot } from "../session_records.ts";
+
+/** Most restart breaks a turn keeps (the first ones; a reply rarely restarts more). */
+export const MAX_TEXT_BREAKS = 32;
 
 /** Update kinds that show the agent is producing something (besides message text). */
 export const ACTIVITY_KINDS: ReadonlySet<string> = new Set([
@@ -35,6 +41,8 @@ export interface Turn {
   readonly startedAt: number;
   /** The profile's logs as they were when the turn started. */
   readonly snapshot: Snapshot;
+  /** The session's record files as they were when the turn started (null: none named). */
+  readonly records: RecordsSnapshot | null;
   /** Whether tool calls are merged (someone reads `toolCalls`); else only counted. */
   readonly trackToolCalls: boolean;
   /** How much message text is kept (`reply`: the Outcome carries it as `reply.text`). */
@@ -61,6 +69,15 @@ export interface Turn {
   cancelled: boolean;
   /** When the agent last showed life in this session (ms). */
   lastActivityAt: number;
+  /**
+   * Character offsets where message text resumed after a silence of RESTART_GAP_MS with
+   * no other output between (where a retry may have re-streamed the answer).
+   */
+  textBreaks: number[];
+  /** When message text last came; null: none yet, or other output came since. */
+  lastTextAt: number | null;
+  /** The last message the agent named by `messageId`, and its text characters. */
+  lastMessage: LastMessage | null;
 }
 
 /** What a turn starts from. */
@@ -73,6 +90,8 @@ export interface TurnStart {
   promptMeta: unknown;
   startedAt: number;
   snapshot: Snapshot;
+  /** The session's record files at the start; default none. */
+  records?: RecordsSnapshot | null;
   trackToolCalls: boolean;
   /** How much message text to keep; default `reply`. */
   keepText?: TextKeeping;
@@ -102,7 +121,41 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     pendingToolBytes: 0,
     cancelled: false,
     lastActivityAt: start.startedAt,
+    records: start.records ?? null,
+    textBreaks: [],
+    lastTextAt: null,
+    lastMessage: null,
   };
+}
+
+/**
+ * Notes message text coming at `now` (before it is counted): a break when it resumes after
+ * a silent gap, and the characters of the message it belongs to.
+ */
+function noteText(turn: Turn, now: number, messageId: string | null, chars: number): void {
+  if (
+    turn.lastTextAt !== null && now - turn.lastTextAt >= RESTART_GAP_MS &&
+    turn.textBreaks.length < MAX_TEXT_BREAKS
+  ) {
+    turn.textBreaks.push(turn.chars);
+  }
+  turn.lastTextAt = now;
+  if (messageId !== null) {
+    if (turn.lastMessage?.id !== messageId) turn.lastMessage = { id: messageId, chars: 0 };
+    turn.lastMessage.chars += chars;
+  }
+}
+
+const MESSAGE_ID = /"messageId"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
+const MESSAGE_ID_BYTES = new TextEncoder().encode('"messageId"');
+
+/** The `messageId` a chunk line names, found by its bytes (only its bytes are decoded). */
+function messageIdInLine(line: Uint8Array): string | null {
+  const bytes = Buffer.from(line.buffer, line.byteOffset, line.length);
+  const at = bytes.indexOf(MESSAGE_ID_BYTES);
+  if (at === -1) return null;
+  const m = bytes.subarray(at, at + 256).toString("utf8").match(MESSAGE_ID);
+  return m ? m[1] : null;
 }
 
 /** Merges the tool call lines kept as bytes, in the order they came. */
@@ -129,11 +182,13 @@ export function observeUpdate(turn: Turn, update: unknown, now: number): void {
   if (!ACTIVITY_KINDS.has(kind)) return;
   if (kind === "agent_message_chunk") {
     const text = textOf(update.content);
+    const messageId = typeof update.messageId === "string" ? update.messageId : null;
     if (text === null) turn.activity++;
-    else addText(turn, text);
+    else noteText(turn, now, messageId, text.length), addText(turn, text);
     return;
   }
   turn.activity++;
+  turn.lastTextAt = null;
   if (turn.trackToolCalls && (kind === "tool_call" || kind === "tool_call_update")) {
     applyToolCallUpdate(turn.toolCalls, update);
   }
@@ -160,7 +215,12 @@ export function observeUpdateLine(
       // decoded (a long chunk is never held whole as a string). A cut head is longer than
       // the limit, so nothing after it is kept. Bytes that are not valid UTF-8 are decoded
       // whole: the decoder's replacement characters decide the count.
-      if (span.units === null) return addText(turn, spanText(line, span));
+      if (span.units === null) {
+        const text = spanText(line, span);
+        noteText(turn, now, messageIdInLine(line), text.length);
+        return addText(turn, text);
+      }
+      noteText(turn, now, messageIdInLine(line), span.units);
       turn.chars += span.units;
       if (turn.reply.open) {
         turn.reply.push(spanText(line, spanHead(line, span, turn.reply.limit + 4)));
@@ -178,6 +238,7 @@ export function observeUpdateLine(
   turn.lastActivityAt = now;
   if (!ACTIVITY_KINDS.has(kind)) return;
   turn.activity++;
+  turn.lastTextAt = null;
   if (!turn.trackToolCalls || (kind !== "tool_call" && kind !== "tool_call_update")) return;
   turn.pendingToolLines.push(line.slice(peek.lineStart, peek.lineEnd));
   turn.pendingToolBytes += peek.lineEnd - peek.lineStart;
@@ -256,7 +317,12 @@ export class Turns {
    * Starts a retry of an ended turn: a fresh state under the same number and request id,
    * from a new start time and log snapshot.
    */
-  retry(turn: Turn, startedAt: number, snapshot: Snapshot): Turn {
+  retry(
+    turn: Turn,
+    startedAt: number,
+    snapshot: Snapshot,
+    records: RecordsSnapshot | null = null,
+  ): Turn {
     const fresh = newTurn({
       sessionId: turn.sessionId,
       requestId: turn.requestId,
@@ -265,6 +331,7 @@ export class Turns {
       promptMeta: turn.promptMeta,
       startedAt,
       snapshot,
+      records,
       trackToolCalls: turn.trackToolCalls,
       keepText: turn.keepText,
     }, turn.turn);

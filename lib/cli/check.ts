@@ -9,7 +9,8 @@
 import type { Profile } from "../config.ts";
 import type { LoadedAnchor } from "../plugin.ts";
 import { publishSettings, selectDetectors } from "../publish/settings.ts";
-import { loadRegistry, profileAnchors, type Registry } from "../registry.ts";
+import { loadRegistry, profileAnchors, profileReaders, type Registry } from "../registry.ts";
+import { DEFAULT_SETTLE_MS } from "../session_records.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { stdout } from "../stdio.ts";
 
@@ -56,6 +57,12 @@ export function checkReport(registry: Registry) {
     logs: p.logs,
     logFormat: p.logFormat,
     anchors: profileAnchors(registry.anchors, p).map(describeAnchor),
+    sessionRecords: p.sessionRecords ?? [],
+    recordsSettleMs: p.recordsSettleMs ?? DEFAULT_SETTLE_MS,
+    readers: profileReaders(registry.readers, p).map((r) => ({
+      id: r.id,
+      origin: r.origin ?? null,
+    })),
   }));
   return {
     files: registry.files,
@@ -95,6 +102,13 @@ export function formatCheck(report: ReturnType<typeof checkReport>, verbose = fa
     }
     out.push(`profile ${p.name}${match}`);
     if (p.logs.length > 0) out.push(`  logs (${p.logFormat}): ${p.logs.join(", ")}`);
+    if (p.sessionRecords.length > 0) {
+      out.push(
+        `  session records (settle ${p.recordsSettleMs} ms; readers ${
+          p.readers.map((r) => r.id).join(", ") || "none"
+        }): ${p.sessionRecords.join(", ")}`,
+      );
+    }
     out.push(`  anchors (${p.anchors.length}):`);
     for (const a of [...p.anchors].sort((x, y) => y.priority - x.priority)) {
       out.push(

@@ -36,7 +36,8 @@ const WRAPPER_EXIT = (who: string) =>
 const SCAN_FLAGS = {
   agent: "the agent profile whose anchors apply (default: every anchor)",
   config: CONFIG,
-  kind: "how lines are read: auto, log, text or error (default: auto)",
+  kind: "how input is read: auto, log, text, error, or records (an agent's session record " +
+    "file, with --agent; default: auto)",
   json: "print JSON instead of text",
 };
 
@@ -70,6 +71,8 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "turn-timeout": "cancel a turn silent for S seconds and answer it with an error " +
         "(default: none)",
       "rewrite-errors": "rewrite the agent's own error responses with the decided cause",
+      "strict-turns": "answer a turn whose reply was cut off (truncated or refused) with an " +
+        "error carrying the partial text, instead of the agent's stopReason",
       "max-line-bytes": `longest message inspected, in bytes (default: ${DEFAULT_INSPECT_LIMIT})`,
       grace: "seconds between EOF, SIGTERM and SIGKILL when the client leaves (default: 5)",
       verbose: "print turnguard's diagnostics on stderr",

@@ -14,7 +14,7 @@ import type { RetryHint } from "../outcome.ts";
 import { withPluginBudget } from "../plugin_budget.ts";
 import { loadRegistry } from "../registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
-import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS } from "./scan.ts";
+import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
 import { stdout } from "../stdio.ts";
 import { warnLine, writeShown } from "../output.ts";
 import { redactedJson } from "../redact.ts";
@@ -69,6 +69,14 @@ export async function explainCommand(argv: string[]): Promise<number> {
     env: envRecord(),
     cwd: process.cwd(),
   });
+  if (kind === "records") {
+    return scanRecordFiles(
+      [{ label: "<input>", text: raw }],
+      registry,
+      values.agent,
+      values.json === true,
+    );
+  }
   const anchors = commandAnchors(registry, values.agent);
   const textAnchors = anchors.filter((a) => a.on.includes("text"));
   const { e, diagnostics, classified } = withPluginBudget(() => {

@@ -13,7 +13,7 @@ import { MAX_TIMER_MS } from "../timer_delay.ts";
 import { composeHooks, journalHooks, type RetryExecutor } from "../proxy_journal.ts";
 import { PUBLISH_OPTIONS } from "../publish/flags.ts";
 import { proxyPublishHooks } from "../publish/hooks.ts";
-import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
+import { loadRegistry, profileAnchors, profileReaders, selectProfile } from "../registry.ts";
 import { openTelemetry, telemetryHooks } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
@@ -29,6 +29,7 @@ export const PROXY_OPTIONS = {
   "outcome-file": { type: "string" },
   "turn-timeout": { type: "string" },
   "rewrite-errors": { type: "boolean" },
+  "strict-turns": { type: "boolean" },
   "max-line-bytes": { type: "string" },
   grace: { type: "string" },
   verbose: { type: "boolean", short: "v" },
@@ -122,6 +123,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
       graceMs: grace !== undefined ? grace * 1000 : DEFAULT_GRACE_MS,
       rewriteErrors: values["rewrite-errors"] === true,
+      strictTurns: values["strict-turns"] === true,
+      readers: profileReaders(registry.readers, profile),
       onOutcome: appendOutcome,
       verbose: values.verbose === true,
       // The journal reads every turn's reply (`wait --print`), so the text is always kept.

@@ -4,6 +4,8 @@
  * category, retry hint, file:line and cause — then the line a turn would report (the
  * matcher's winner over the whole file). For plugin authors testing against their own logs.
  * Each line gets its own code plugin budget, so a file of any size is scanned to its end.
+ * With `--kind records --agent NAME`, reads agent session record files with the profile's
+ * record readers instead (every event, then what the file's last turn shows).
  * Exit 0 when something was found, 1 when nothing was, 2 on a usage or config error.
  */
 import { readFileSync } from "node:fs";
@@ -14,16 +16,25 @@ import { UsageError } from "../errors.ts";
 import { pickWinner } from "../explain.ts";
 import { isObject } from "../json.ts";
 import type { RetryHint } from "../outcome.ts";
-import type { AnchorInput, LoadedAnchor } from "../plugin.ts";
+import type { AnchorInput, LoadedAnchor, LoadedRecordReader, RecordEvent } from "../plugin.ts";
+import type { Cause } from "../decide.ts";
+import { foldRecordEvents, readRecordEvents, recordCauses } from "../record_evidence.ts";
+import { parseRecordLines } from "../session_records.ts";
 import { withPluginBudget } from "../plugin_budget.ts";
-import { loadRegistry, profileAnchors, type Registry, requireProfile } from "../registry.ts";
+import {
+  loadRegistry,
+  profileAnchors,
+  profileReaders,
+  type Registry,
+  requireProfile,
+} from "../registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { stdout } from "../stdio.ts";
 import { warnLine, writeShown } from "../output.ts";
 import { redactedJson } from "../redact.ts";
 
 /** How the lines of a file are read as anchor inputs. */
-export const INPUT_KINDS = ["auto", "log", "text", "error"] as const;
+export const INPUT_KINDS = ["auto", "log", "text", "error", "records"] as const;
 /** One of INPUT_KINDS: how `--kind` reads lines. */
 export type InputKind = (typeof INPUT_KINDS)[number];
 
@@ -153,6 +164,121 @@ export function scanText(
   return { findings, turnCause, diagnostics: [...new Set(diagnostics)] };
 }
 
+/** What `scan --kind records` found in one session record file. */
+export interface RecordsScan {
+  events: Array<{ file: string; line: number; reader: string; event: RecordEvent }>;
+  /** The reading of the file's last turn (after its last prompt), as the proxy decides it. */
+  lastTurn: { cut: Cause | null; stop: string | null; recovered: boolean };
+  diagnostics: string[];
+}
+
+/**
+ * Reads a whole session record file (Claude Code transcript, codex rollout, gemini-cli
+ * chat file) with the profile's record readers: every event, then what its last turn
+ * shows (docs/EVIDENCE.md).
+ */
+export function scanRecords(
+  file: string,
+  text: string,
+  readers: readonly LoadedRecordReader[],
+  anchors: readonly LoadedAnchor[],
+  now: number,
+): RecordsScan {
+  const diagnostics: string[] = [];
+  const { records, bad } = parseRecordLines(
+    file,
+    0,
+    text.endsWith("\n") ? text : text + "\n",
+    false,
+  );
+  if (bad > 0) diagnostics.push(`${file}: ${bad} line(s) are not JSON`);
+  const lineOf = new Map<number, number>();
+  let line = 1;
+  let offset = 0;
+  const encoder = new TextEncoder();
+  for (const piece of text.split("\n")) {
+    lineOf.set(offset, line++);
+    offset += encoder.encode(piece).length + 1;
+  }
+  const read = withPluginBudget(() => readRecordEvents(records, readers, diagnostics));
+  const verdict = foldRecordEvents(read);
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const causes = recordCauses(verdict, textAnchors, now, diagnostics);
+  return {
+    events: read.map((e) => ({
+      file,
+      line: lineOf.get(e.offset) ?? 0,
+      reader: e.reader,
+      event: e.event,
+    })),
+    lastTurn: {
+      cut: causes.cut ?? causes.stop?.cause ?? null,
+      stop: causes.stop?.stopReason ?? null,
+      recovered: verdict.recovered,
+    },
+    diagnostics,
+  };
+}
+
+/** One record event as a line of text. */
+function formatEvent(e: RecordsScan["events"][number]): string {
+  const ev = e.event;
+  const words = ev.kind === "error"
+    ? `${ev.retrying ? "(retrying) " : ""}${ev.cause}`
+    : ev.kind === "stop"
+    ? `${ev.stopReason}${ev.cause ? `: ${ev.cause}` : ""}`
+    : ev.kind === "aborted"
+    ? ev.cause
+    : ev.kind === "reply"
+    ? `${ev.final ? "final " : ""}${(ev.text ?? "").slice(0, 60)}`
+    : "";
+  return `${e.file}:${e.line}: ${e.reader} ${ev.kind}${words ? ` ${words}` : ""}`;
+}
+
+/** The last turn's reading as a line of text. */
+function formatLastTurn(file: string, r: RecordsScan): string {
+  const { cut, stop, recovered } = r.lastTurn;
+  if (cut) {
+    return `${file}: the last turn was cut${
+      stop ? ` (${stop})` : ""
+    }: [${cut.error.category}] ${cut.error.message}`;
+  }
+  return `${file}: the last turn ${recovered ? "recovered from an error" : "shows no failure"}`;
+}
+
+/**
+ * `scan --kind records` (and `explain --kind records`): the profile's record readers over
+ * whole session record files; returns the exit code.
+ */
+export function scanRecordFiles(
+  sources: ReadonlyArray<{ label: string; text: string }>,
+  registry: Registry,
+  agent: string | undefined,
+  json: boolean,
+): number {
+  if (agent === undefined) {
+    throw new UsageError("scan: --kind records needs --agent NAME (whose record readers to use)");
+  }
+  const profile = requireProfile(registry, agent);
+  const readers = profileReaders(registry.readers, profile);
+  const anchors = profileAnchors(registry.anchors, profile);
+  const now = Date.now();
+  const scans = sources.map((s) => scanRecords(s.label, s.text, readers, anchors, now));
+  if (json) {
+    void stdout.write(
+      redactedJson(scans.map((s, i) => ({ file: sources[i].label, ...s }))) + "\n",
+    );
+  } else {
+    const lines = scans.flatMap((s, i) => [
+      ...s.events.map((e) => formatEvent(e) + "\n"),
+      formatLastTurn(sources[i].label, s) + "\n",
+    ]);
+    writeShown(lines.join(""));
+    for (const d of new Set(scans.flatMap((s) => s.diagnostics))) warnLine(`turnguard: ${d}`);
+  }
+  return scans.some((s) => s.events.length > 0) ? 0 : 1;
+}
+
 /** One finding as a line of text. */
 export function formatFinding(f: ScanFinding): string {
   const code = f.code !== null ? `, code ${f.code}` : "";
@@ -179,6 +305,9 @@ export async function scanCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const sources = positionals.map((p) => readSource(p, cwd));
   const registry = await loadRegistry({ configFlag: values.config, env: envRecord(), cwd });
+  if (kind === "records") {
+    return scanRecordFiles(sources, registry, values.agent, values.json === true);
+  }
   const anchors = commandAnchors(registry, values.agent);
   const now = Date.now();
   const scans = sources.map((s) => scanText(s.label, s.text, anchors, kind, now));

@@ -192,13 +192,18 @@ function withNewline(text: string): string {
 /**
  * What `wait --print` prints. An ok turn: its own reply. A failed one: the state line, the
  * readable cause, its own streamed text when it had any, and the retry that waits or why
- * none does.
+ * none does. A truncated one with a cause (a reply cut off: docs/EVIDENCE.md): the state
+ * line, the cause and its partial text.
  */
 export function printReport(turn: TurnView, handle: string, now: number): string {
   const end = ending(turn);
   if (end.status === "running") return stateLine(turn) + "\n";
   if (end.status === "incomplete") {
     return `${stateLine(turn)}\nerror: ${incompleteError(turn.pid).message}\n`;
+  }
+  // A reply cut short never prints as if it were whole: its state and cause come first.
+  if (end.status === "truncated" && end.error) {
+    return `${stateLine(turn)}\nerror: ${end.error.message}\n${withNewline(end.reply)}`;
   }
   if (end.status !== "failed") return withNewline(end.reply);
   const cause = end.error?.message ?? "the turn failed without a known cause";

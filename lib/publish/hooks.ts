@@ -19,8 +19,10 @@ export function publishHooks(ctx: PublishContext): TurnHooks {
       const { publish, diagnostics, unpublished } = await settlePublish(ctx, {
         sessionId: turn.sessionId,
         stopReason: outcome.status === "cancelled" ? "cancelled" : outcome.stopReason,
-        failed: outcome.status === "failed",
-        text: turnText(turn),
+        // A reply cut short is no answer to publish, whatever stopReason the agent gave
+        // (docs/EVIDENCE.md); a re-streamed one publishes its last attempt (reply.text).
+        failed: outcome.status === "failed" || outcome.status === "truncated",
+        text: outcome.reply.text ?? turnText(turn),
         toolCalls: turn.toolCalls.values(),
         promptMeta: turn.promptMeta,
       });

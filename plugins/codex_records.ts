@@ -1,0 +1,57 @@
+/**
+ * Reader of codex's rollout files (codex-acp), one `RolloutLine` a line in
+ * `${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<id>.jsonl`,
+ * the id being the conversation id codex-acp gives on the wire as the session id
+ * (openai/codex codex-rs/core/src/rollout/recorder.rs). A line is
+ * `{"timestamp":..., "type":"session_meta"|"response_item"|"event_msg"|"turn_context"|
+ * "compacted", "payload":{...}}`; `event_msg` payloads are tagged by `type`. Which events
+ * are written at all is codex-rs/core/src/rollout/policy.rs `should_persist_event_msg`:
+ * `user_message`, `agent_message`, `token_count`, `turn_aborted` (and a few more) are;
+ * `error` and `stream_error` are not in the default (compact) mode — read, when present,
+ * all the same. codex-acp 0.16 also writes `task_complete` with `last_agent_message`: the
+ * turn's final answer, null when the turn ended without one (every recorded failure of the
+ * corpus: a cut or unfinished stream, an error event mid-stream, the output token limit, a
+ * dropped refusal).
+ */
+import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin.ts";
+import { obj, str } from "./records.ts";
+
+/** Reads one rollout line. */
+export function readCodexRecord(value: unknown): RecordEvent | null {
+  const line = obj(value);
+  if (!line || line.type !== "event_msg") return null;
+  const payload = obj(line.payload);
+  if (!payload) return null;
+  switch (payload.type) {
+    case "user_message":
+      return { kind: "prompt" };
+    case "agent_message": {
+      const text = str(payload.message);
+      return text ? { kind: "reply", final: true, text } : null;
+    }
+    case "task_complete": {
+      const text = str(payload.last_agent_message);
+      return text !== null
+        ? { kind: "reply", final: true, text }
+        : { kind: "aborted", cause: "codex completed the turn without a final message" };
+    }
+    case "turn_aborted": {
+      const reason = str(payload.reason) ?? "unknown";
+      return { kind: "aborted", cause: `codex aborted the turn (${reason})` };
+    }
+    case "error":
+    case "stream_error": {
+      const message = str(payload.message);
+      if (!message) return null;
+      return payload.type === "error"
+        ? { kind: "error", cause: message }
+        : { kind: "error", cause: message, retrying: true };
+    }
+  }
+  return null;
+}
+
+/** The codex record pack: its reader, loaded as the built-in `builtin:codex_records`. */
+export default definePlugin({
+  readers: [defineRecordReader({ id: "codex.rollout", agents: ["codex"], read: readCodexRecord })],
+});
