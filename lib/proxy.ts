@@ -72,8 +72,8 @@ import { type AgentLaunch, STDERR_TAIL_BYTES } from "./run.ts";
 import {
   type AgentProcess,
   type ByteSink,
+  byteSource,
   type ByteSource,
-  nodeSource,
   startAgent,
 } from "./proxy_io.ts";
 import {
@@ -277,7 +277,7 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
 async function spawnFailure(opts: ProxyOptions, err: unknown): Promise<ProxyResult> {
   const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
   await answerUnstarted({
-    input: "start" in opts.input ? opts.input : nodeSource(opts.input),
+    input: byteSource(opts.input),
     output: opts.output,
     message: `turnguard: the agent could not be started: ${message}`,
     exitCode,
@@ -327,7 +327,7 @@ class Proxy {
   constructor(opts: ProxyOptions, child: AgentProcess, early: readonly string[] = []) {
     this.#opts = opts;
     this.#child = child;
-    const input = this.#input = "start" in opts.input ? opts.input : nodeSource(opts.input);
+    const input = this.#input = byteSource(opts.input);
     this.#signalled = early.length > 0;
     this.#now = opts.now ?? Date.now;
     this.#waits = opts.retryWaits ?? new RetryWaits();

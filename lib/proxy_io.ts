@@ -70,6 +70,18 @@ export async function startAgent(launch: AgentCommand): Promise<AgentProcess | E
 
 // ---------------------------------------------------------------- the portable path
 
+/**
+ * The client's input as a ByteSource: a Node Readable is wrapped. Told apart by shape, not
+ * by a `start` key, which an fs.ReadStream (stdin redirected from a file) has as a number.
+ */
+export function byteSource(input: Readable | ByteSource): ByteSource {
+  return isNodeReadable(input) ? nodeSource(input) : input;
+}
+
+function isNodeReadable(input: Readable | ByteSource): input is Readable {
+  return typeof (input as Readable).pipe === "function";
+}
+
 /** A Node Readable as a ByteSource. */
 export function nodeSource(stream: Readable): ByteSource {
   let listeners: [(chunk: Uint8Array) => void, () => void] | null = null;

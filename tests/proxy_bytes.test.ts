@@ -6,7 +6,9 @@
  * directions of the proxy.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import { rng } from "./helpers/rng.ts";
 import { BUN, MAIN, scratch, testEnv } from "./fixtures/acp/harness.ts";
@@ -277,5 +279,40 @@ describe("byte-exact pass-through", () => {
       expect(first).toBe(-1);
       expect(Buffer.compare(out, input)).toBe(0);
     }, 60_000);
+  }
+});
+
+describe("the client's input redirected from a file", () => {
+  // Under Node, stdin from a file is an fs.ReadStream, which has a numeric `start`: the proxy
+  // once took it for its own byte-source shape and failed at its first read. Node runs the
+  // single-file bundle the npm package ships (`bun build --target=node`).
+  for (const runtime of ["bun", "deno", "node"] as const) {
+    test(`passes every byte (${runtime})`, () => {
+      const s = scratch();
+      const input = randomStream(21, 0);
+      const file = join(s.dir, "client.in");
+      writeFileSync(file, input);
+      let command: string[];
+      if (runtime === "node") {
+        const bundle = join(s.dir, "turnguard.mjs");
+        const b = spawnSync(BUN, ["build", "--target=node", MAIN, "--outfile", bundle]);
+        expect(b.status).toBe(0);
+        command = ["node", bundle];
+      } else command = runtime === "bun" ? [BUN, MAIN] : [DENO, "run", "-A", MAIN];
+      const fd = openSync(file, "r");
+      try {
+        const r = spawnSync(command[0], [...command.slice(1), "proxy", "--", "cat"], {
+          stdio: [fd, "pipe", "pipe"],
+          env: testEnv(s),
+          cwd: s.dir,
+          maxBuffer: 1 << 28,
+        });
+        expect(r.stderr.toString()).toBe("");
+        expect(r.status).toBe(0);
+        expect(Buffer.compare(r.stdout, input)).toBe(0);
+      } finally {
+        closeSync(fd);
+      }
+    });
   }
 });

@@ -333,7 +333,10 @@ describe("a user's own agent: its records and its reader plugin", () => {
     );
     expect(r.stdout).toContain(`${file}:2: mine.log error backend said: quota gone`);
     expect(r.stdout).toContain("the last turn was cut");
-    const check = await turnguard(["check", "--config", config], { env: testEnv(s), cwd: s.dir });
+    const check = await turnguard(["check", "--verbose", "--config", config], {
+      env: testEnv(s),
+      cwd: s.dir,
+    });
     expect(check.stdout).toContain("session records (settle 100 ms; readers mine.log)");
   });
 });
