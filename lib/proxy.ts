@@ -72,8 +72,8 @@ import { type AgentLaunch, STDERR_TAIL_BYTES } from "./run.ts";
 import {
   type AgentProcess,
   type ByteSink,
-  byteSource,
   type ByteSource,
+  byteSource,
   startAgent,
 } from "./proxy_io.ts";
 import {
