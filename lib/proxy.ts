@@ -42,7 +42,7 @@ import {
   scanPrefix,
 } from "./acp/prefix.ts";
 import type { TextKeeping } from "./acp/reply_text.ts";
-import { crashData, errorResponse } from "./acp/rewrite.ts";
+import { crashData, errorResponse, overloadData } from "./acp/rewrite.ts";
 import { PendingRequests } from "./acp/tracker.ts";
 import {
   observeUninspected,
@@ -89,6 +89,13 @@ import { formatDuration, lastLines } from "./text.ts";
 /** Default grace periods: after EOF before SIGTERM (and again before SIGKILL), and after a
  * timeout's `session/cancel` before the client is answered. */
 export const DEFAULT_GRACE_MS = 5000;
+
+/**
+ * How many requests of each side may wait for an answer at once: each is remembered (to be
+ * answered if the agent dies), so the cap bounds that memory. A request past it is answered
+ * by turnguard and not forwarded.
+ */
+export const DEFAULT_MAX_PENDING = 65_536;
 
 /**
  * Seams for features that plug into the proxy (publish fallback, journal, retries).
@@ -155,6 +162,8 @@ export interface ProxyOptions extends AgentLaunch {
   firstRequestWaitMs?: number;
   /** Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the agent (off in in-process tests). */
   forwardSignals?: boolean;
+  /** Requests of each side waiting at once (default DEFAULT_MAX_PENDING). */
+  maxPending?: number;
 }
 
 /** How the proxy ended. */
@@ -300,9 +309,9 @@ class Proxy {
   readonly #fromClient: LineSplitter;
   readonly #fromAgent: LineSplitter;
   /** Requests the client sent to the agent. */
-  readonly #clientPending = new PendingRequests();
+  readonly #clientPending: PendingRequests;
   /** Requests the agent sent to the client. */
-  readonly #agentPending = new PendingRequests();
+  readonly #agentPending: PendingRequests;
   readonly #turns = new Turns();
   readonly #expiring = new Map<Turn, Expiry>();
   /** Failed turns whose retry waits, by `retryKey`; the client's request is held. */
@@ -327,6 +336,8 @@ class Proxy {
   constructor(opts: ProxyOptions, child: AgentProcess, early: readonly string[] = []) {
     this.#opts = opts;
     this.#child = child;
+    this.#clientPending = new PendingRequests(opts.maxPending ?? DEFAULT_MAX_PENDING);
+    this.#agentPending = new PendingRequests(opts.maxPending ?? DEFAULT_MAX_PENDING);
     const input = this.#input = byteSource(opts.input);
     this.#signalled = early.length > 0;
     this.#now = opts.now ?? Date.now;
@@ -574,7 +585,10 @@ class Proxy {
       return PASS;
     }
     const sessionId = sessionIdOf(message.params);
-    if (message.kind === "request") this.#agentPending.add(message.id, message.method, sessionId);
+    if (message.kind === "request") {
+      if (this.#agentPending.full) return this.#refuse("agent", message.id, line);
+      this.#agentPending.add(message.id, message.method, sessionId);
+    }
     const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
     if (turn) observeUninspected(turn, now);
     return PASS;
@@ -640,6 +654,7 @@ class Proxy {
     }
     this.#log(`a client line ${TOO_DEEP} is passing through unread`);
     if (message.kind === "request") {
+      if (this.#clientPending.full) return this.#refuse("client", message.id, line);
       const sessionId = sessionIdOf(message.params);
       this.#clientPending.add(message.id, message.method, sessionId, idLexemeOf(line, message.id));
     } else if (message.kind !== "notification") {
@@ -661,6 +676,7 @@ class Proxy {
     const now = this.#now();
     switch (message.kind) {
       case "request": {
+        if (this.#clientPending.full) return this.#refuse("client", message.id, line);
         const sessionId = sessionIdOf(message.params);
         const lexeme = idLexemeOf(line, message.id);
         this.#clientPending.add(message.id, message.method, sessionId, lexeme);
@@ -791,6 +807,7 @@ class Proxy {
         return PASS;
       }
       case "request": {
+        if (this.#agentPending.full) return this.#refuse("agent", message.id, line);
         const sessionId = sessionIdOf(message.params);
         this.#agentPending.add(message.id, message.method, sessionId);
         const turn = sessionId !== null ? this.#turns.forSession(sessionId) : undefined;
@@ -1077,6 +1094,23 @@ class Proxy {
     } catch (err) {
       this.#log(`recording the outcome failed: ${errorText(err)}`);
     }
+  }
+
+  /**
+   * A request past `maxPending` of its side: not forwarded (remembering it would grow
+   * turnguard without bound), answered by turnguard at once with a retryable error.
+   */
+  #refuse(from: "client" | "agent", id: JsonRpcId, line: Uint8Array): Verdict {
+    const max = this.#opts.maxPending ?? DEFAULT_MAX_PENDING;
+    const message = `turnguard: too many requests in flight (${max}); this one was not forwarded`;
+    this.#log(`refused ${from} request ${idKey(id)}: ${max} requests in flight`);
+    const answer = encodeResponse(
+      errorResponse(id, message, overloadData(message)),
+      idLexemeOf(line, id),
+      lineEnding(line),
+    );
+    (from === "client" ? this.#toClient : this.#toAgent).inject(answer);
+    return DROP;
   }
 
   /** The agent is gone: every request the client still waits on gets an error. */

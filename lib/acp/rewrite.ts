@@ -40,12 +40,28 @@ export function turnguardData(outcome: FailureFacts): TurnguardData {
  * unanswered: a crash, in the shape of a turn's (`turnguardData`).
  */
 export function crashData(message: string, code: number | null): TurnguardData {
+  return requestFailure(message, code, "crash");
+}
+
+/**
+ * turnguard's reading of a request it answered itself because too many of the same side's
+ * requests were in flight: turnguard's own capacity, retryable once some are answered.
+ */
+export function overloadData(message: string): TurnguardData {
+  return requestFailure(message, INTERNAL_ERROR, "capacity");
+}
+
+function requestFailure(
+  message: string,
+  code: number | null,
+  category: "crash" | "capacity",
+): TurnguardData {
   return turnguardData({
     status: "failed",
-    error: { code, message, category: "crash", anchor: null, source: null },
+    error: { code, message, category, anchor: null, source: null },
     retry: {
-      retryable: isRetryable("crash", null),
-      reason: retryReason("crash", null),
+      retryable: isRetryable(category, null),
+      reason: retryReason(category, null),
       afterMs: null,
       at: null,
     },

@@ -26,6 +26,17 @@ export class PendingRequests {
   #byKey = new Map<string, PendingRequest[]>();
   #size = 0;
   #perSession = new Map<string, number>();
+  readonly #max: number;
+
+  /** `max`: how many requests `full` lets in (the proxy refuses single-line requests past it). */
+  constructor(max = Infinity) {
+    this.#max = max;
+  }
+
+  /** True when `max` requests wait: the proxy answers a new one itself instead of sending it. */
+  get full(): boolean {
+    return this.#size >= this.#max;
+  }
 
   /** Records a request (behind any still waiting under the same id). */
   add(
