@@ -19,8 +19,15 @@ export interface Cause {
 export interface TurnFacts {
   /** turnguard was asked to stop the turn (a forwarded signal, or session/cancel). */
   cancelled: boolean;
-  /** Run mode: how the agent process ended. */
+  /**
+   * Proxy mode: the client closed its input while the turn ran (it gave up on the turn
+   * before the agent exited).
+   */
+  clientGone?: boolean;
+  /** How the agent process ended (run mode; proxy mode: the agent died during the turn). */
   exit: { code: number | null; signal: string | null } | null;
+  /** Run mode: the agent could not be started, and why (the turn never ran). */
+  notStarted?: Cause | null;
   /** Proxy mode: the agent's stopReason, when it answered with a result. */
   stopReason: string | null;
   /** The failure the agent reported itself (non-zero exit's stderr, a JSON-RPC error). */
@@ -113,10 +120,24 @@ export function exitCause(exit: { code: number | null; signal: string | null }):
   };
 }
 
+/**
+ * Whether the turn was given up on before it ended: turnguard was asked to stop it, or the
+ * client hung up and the agent then exited on its own with status 0 or by a signal (EOF,
+ * turnguard's grace): that exit is not its crash. A failure status after the client hung up
+ * is still the agent's failure. (Exported so that callers skip reading evidence for such a
+ * turn.)
+ */
+export function givenUp(f: Pick<TurnFacts, "cancelled" | "clientGone" | "exit">): boolean {
+  if (f.cancelled) return true;
+  if (!f.clientGone || f.exit === null) return false;
+  return f.exit.code === 0 || f.exit.signal !== null;
+}
+
 /** Decides a turn's status, error and retry hint. */
 export function decide(f: TurnFacts): Decision {
+  if (f.notStarted) return failed(f.notStarted);
   if (f.timeout) return failed(f.timeout);
-  if (f.cancelled || f.stopReason === "cancelled") return ok("cancelled");
+  if (givenUp(f) || f.stopReason === "cancelled") return ok("cancelled");
   if (f.exit) {
     const { code, signal } = f.exit;
     if (signal !== null || (code !== null && code !== 0)) {

@@ -1130,12 +1130,15 @@ class Proxy {
         );
       if (turn) {
         this.#turns.end(turn);
-        // A client that hung up mid-prompt gave up on the turn: the agent's exit that
-        // follows (on its own with status 0, or by a signal: EOF, turnguard's grace) is
-        // not its crash. A failure status is still the agent's failure.
-        const hungUp = this.#clientGone && (code === 0 || signal !== null);
-        if (this.#signalled || hungUp) turn.cancelled = true;
-        const end: TurnEnd = { kind: "exit", code, signal, stderrTail: tail };
+        if (this.#signalled) turn.cancelled = true;
+        // Whether a client that hung up gave up on the turn is decide's (`givenUp`).
+        const end: TurnEnd = {
+          kind: "exit",
+          code,
+          signal,
+          stderrTail: tail,
+          clientGone: this.#clientGone,
+        };
         this.#inject(
           this.#guard("the turn's end", () => this.#finishTurn(turn, end, null, now), {
             replace: crash(),

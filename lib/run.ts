@@ -377,12 +377,19 @@ function spawnFailure(
   diagnostics: string[],
 ): RunResult {
   const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
-  const decision = {
-    status: "failed" as const,
-    error: { code: exitCode, message, category: "crash" as const, anchor: null, source: null },
-    retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
-    swallowed: false,
-  };
+  const decision = decide({
+    cancelled: false,
+    exit: null,
+    notStarted: {
+      error: { code: exitCode, message, category: "crash", anchor: null, source: null },
+      retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
+    },
+    stopReason: null,
+    agentError: null,
+    output: 0,
+    logCause: null,
+    timeout: null,
+  });
   const outcome = buildOutcome({
     mode: "run",
     agent: opts.profile.name,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type Cause, decide, exitCause, type TurnFacts } from "../lib/decide.ts";
+import { type Cause, decide, exitCause, givenUp, type TurnFacts } from "../lib/decide.ts";
 
 const cause = (message: string, category: Cause["error"]["category"] = "quota"): Cause => ({
   error: { code: 429, message, category, anchor: "a", source: null },
@@ -246,5 +246,60 @@ describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md
   });
   test("a truncated turn keeps the cause's retry hint", () => {
     expect(decide({ ...wireBase, output: 3, replyChars: 3, cut: CUT }).retry?.retryable).toBe(true);
+  });
+});
+
+describe("decide — proxy mode: the client hung up, then the agent died", () => {
+  // The proxy folds the dead agent's status into its error (agentError) and passes the exit.
+  const DEAD = cause("agent exited with status 2: boom", "crash");
+  // clientGone, exit code, exit signal, cancelled -> status, error message
+  const rows: Array<[boolean, number | null, string | null, boolean, string, string | null]> = [
+    [true, 0, null, false, "cancelled", null],
+    [true, null, "SIGTERM", false, "cancelled", null],
+    [true, null, "SIGKILL", false, "cancelled", null],
+    // A failure status after the client hung up is still the agent's failure.
+    [true, 2, null, false, "failed", "agent exited with status 2: boom"],
+    [true, 2, null, true, "cancelled", null],
+    [false, 0, null, false, "failed", "agent exited with status 2: boom"],
+    [false, null, "SIGTERM", false, "failed", "agent exited with status 2: boom"],
+    [false, 2, null, false, "failed", "agent exited with status 2: boom"],
+    [false, 2, null, true, "cancelled", null],
+  ];
+  for (const [clientGone, code, signal, cancelled, status, message] of rows) {
+    test(`clientGone=${clientGone} exit=${code ?? signal} cancelled=${cancelled}`, () => {
+      const facts = { ...base, clientGone, cancelled, exit: { code, signal }, agentError: DEAD };
+      const d = decide(facts);
+      expect([d.status, d.error?.message ?? null]).toEqual([status, message]);
+      expect(givenUp(facts)).toBe(status === "cancelled");
+    });
+  }
+
+  test("without an exit (the agent answered), a gone client decides nothing", () => {
+    expect(decide({ ...base, clientGone: true, stopReason: "end_turn", output: 3 }).status)
+      .toBe("ok");
+    expect(givenUp({ cancelled: false, clientGone: true, exit: null })).toBe(false);
+  });
+});
+
+describe("decide — run mode: the agent could not be started", () => {
+  const NOT_STARTED: Cause = {
+    error: {
+      code: 127,
+      message: "nope: command not found",
+      category: "crash",
+      anchor: null,
+      source: null,
+    },
+    retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
+  };
+  test("is failed with its cause, whatever else is known", () => {
+    for (const other of [{}, { cancelled: true }, { timeout: LOG }, { output: 5, logCause: LOG }]) {
+      expect(decide({ ...base, ...other, notStarted: NOT_STARTED })).toEqual({
+        status: "failed",
+        error: NOT_STARTED.error,
+        retry: NOT_STARTED.retry,
+        swallowed: false,
+      });
+    }
   });
 });

@@ -6,7 +6,7 @@
  */
 import { findCause } from "../anchors.ts";
 import { classify, isRetryable, retryReason, timeoutCause } from "../classify.ts";
-import { type Cause, decide, type Decision } from "../decide.ts";
+import { type Cause, decide, type Decision, givenUp } from "../decide.ts";
 import { buildOutcome } from "../emit.ts";
 import type { LogCauseResult } from "../log_cause.ts";
 import type { Outcome } from "../outcome.ts";
@@ -27,7 +27,14 @@ export type TurnEnd =
   | { kind: "result"; result: unknown; response: JsonObject }
   | { kind: "error"; error: JsonObject; response: JsonObject }
   | { kind: "timeout"; silentMs: number }
-  | { kind: "exit"; code: number | null; signal: string | null; stderrTail: string };
+  | {
+    kind: "exit";
+    code: number | null;
+    signal: string | null;
+    stderrTail: string;
+    /** The client had closed its input before the agent died. */
+    clientGone?: boolean;
+  };
 
 /** Everything the conclusion needs besides the turn. */
 export interface ConcludeInput {
@@ -101,8 +108,10 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     };
   }
   const timeout = end.kind === "timeout" ? silenceCause(end.silentMs) : null;
+  const exit = end.kind === "exit" ? { code: end.code, signal: end.signal } : null;
+  const clientGone = end.kind === "exit" && end.clientGone === true;
 
-  const needsLog = timeout === null && !turn.cancelled &&
+  const needsLog = timeout === null && !givenUp({ cancelled: turn.cancelled, clientGone, exit }) &&
     (agentError ? agentError.error.category === "unknown" : output === 0);
   let logCause: Cause | null = null;
   if (needsLog) {
@@ -139,7 +148,8 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   const textCause = readTextCause(turn, textAnchors, endedAt, diagnostics);
   const decision = decide({
     cancelled: turn.cancelled,
-    exit: null,
+    clientGone,
+    exit,
     stopReason,
     agentError,
     errorStop,
@@ -170,7 +180,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     startedAt: turn.startedAt,
     endedAt,
     stopReason,
-    exit: end.kind === "exit" ? { code: end.code, signal: end.signal } : null,
+    exit,
     reply: beyond?.finalText != null
       ? { chars: beyond.finalText.length, text: beyond.finalText }
       : turn.keepText === "reply"
