@@ -626,7 +626,12 @@ class Proxy {
    * its first PREFIX_BYTES is tracked (as a plain request, never a turn); a response ends
    * the agent's request.
    */
-  #clientPassing(piece: Uint8Array, end: boolean, why = TOO_LONG): void {
+  #clientPassing(
+    piece: Uint8Array,
+    end: boolean,
+    why = TOO_LONG,
+    whole: Uint8Array | null = null,
+  ): void {
     const long = this.#clientLong ??= newLong(why);
     if (keepPrefix(long, piece, end)) {
       const text = scanLong(long);
@@ -634,7 +639,14 @@ class Proxy {
       this.#log(`a client line ${long.why} is passing through unread`);
       if (isRequestPrefix(scan)) {
         const id = idOfLexeme(scan.idLexeme!);
-        this.#clientPending.add(id, scan.method!, sessionIdInPrefix(text), scan.idLexeme!);
+        const sessionId = sessionIdInPrefix(text);
+        this.#clientPending.add(id, scan.method!, sessionId, scan.idLexeme!);
+        // A whole line in hand (nested too deeply to parse) can be sent again: a turn.
+        if (whole && scan.method === "session/prompt" && sessionId !== null) {
+          const request = { kind: "request" as const, id, method: scan.method, params: undefined };
+          this.#stopSessionRetries(sessionId, "a new prompt came in the session");
+          this.#startTurn(request, sessionId, whole, scan.idLexeme!, this.#now(), undefined);
+        }
       } else if (isResponsePrefix(scan)) {
         this.#clientAnswered(idOfLexeme(scan.idLexeme!), this.#now());
       }
@@ -643,20 +655,26 @@ class Proxy {
   }
 
   /**
-   * A client line nested too deeply to read: a request is tracked (as a plain request,
-   * never a turn: its prompt is not read), a response answers the agent's request.
+   * A client line nested too deeply to read: a request is tracked (a `session/prompt`
+   * starts a turn from its top-level members; its prompt and `_meta` are not read), a
+   * response answers the agent's request.
    */
   #clientOpaque(opaque: Opaque, line: Uint8Array): Verdict {
     const message = opaque.message;
     if (message === null) {
-      this.#clientPassing(line, true, TOO_DEEP);
+      this.#clientPassing(line, true, TOO_DEEP, line);
       return PASS;
     }
     this.#log(`a client line ${TOO_DEEP} is passing through unread`);
     if (message.kind === "request") {
       if (this.#clientPending.full) return this.#refuse("client", message.id, line);
       const sessionId = sessionIdOf(message.params);
-      this.#clientPending.add(message.id, message.method, sessionId, idLexemeOf(line, message.id));
+      const lexeme = idLexemeOf(line, message.id);
+      this.#clientPending.add(message.id, message.method, sessionId, lexeme);
+      if (message.method === "session/prompt" && sessionId !== null) {
+        this.#stopSessionRetries(sessionId, "a new prompt came in the session");
+        this.#startTurn(message, sessionId, line, lexeme, this.#now(), undefined);
+      }
     } else if (message.kind !== "notification") {
       this.#clientAnswered(message.id, this.#now());
     }
@@ -682,7 +700,8 @@ class Proxy {
         this.#clientPending.add(message.id, message.method, sessionId, lexeme);
         if (message.method === "session/prompt" && sessionId !== null) {
           this.#stopSessionRetries(sessionId, "a new prompt came in the session");
-          this.#startTurn(message, sessionId, line, lexeme, now);
+          const meta = (message.params as Record<string, unknown>)._meta;
+          this.#startTurn(message, sessionId, line, lexeme, now, meta);
         }
         return PASS;
       }
@@ -746,14 +765,14 @@ class Proxy {
     line: Uint8Array,
     requestIdLexeme: string,
     now: number,
+    promptMeta: unknown,
   ) {
-    const params = message.params as Record<string, unknown>;
     const turn = this.#turns.start({
       sessionId,
       requestId: message.id,
       requestIdLexeme,
       promptLine: line.slice(),
-      promptMeta: params._meta,
+      promptMeta,
       startedAt: now,
       snapshot: snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
       records: this.#snapshotRecords(sessionId, now),

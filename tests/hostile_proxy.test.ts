@@ -172,6 +172,42 @@ describe("JSON nested tens of thousands of levels deep", () => {
   });
 });
 
+describe("a session/prompt nested too deeply to read", () => {
+  const deepPrompt = (valid: boolean) =>
+    '{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s1","prompt":' +
+    `[{"type":"text","text":"hi","x":${deepArray}}]}}`.slice(0, valid ? undefined : -1) + "\n";
+  for (const valid of [true, false]) {
+    test(`is a turn from its top-level members (${valid ? "parsed envelope" : "invalid JSON: its first bytes"})`, async () => {
+      const s = scratch();
+      const sent = deepPrompt(valid);
+      const file = join(s.dir, "answer.jsonl");
+      const answer = line({
+        jsonrpc: "2.0",
+        method: "session/update",
+        params: {
+          sessionId: "s1",
+          update: {
+            sessionUpdate: "agent_message_chunk",
+            content: { type: "text", text: "hello" },
+          },
+        },
+      }) + line({ jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } });
+      writeFileSync(file, answer);
+      const agent = [
+        "sh",
+        "-c",
+        `head -c ${sent.length} >/dev/null; cat "$0"; cat >/dev/null`,
+        file,
+      ];
+      const r = await runProxyProcess(s, fakeArgs(s), agent, sent);
+      expect([r.code, r.signal]).toEqual([0, null]);
+      expect(r.out.toString()).toBe(answer);
+      expect(readOutcomes(s.outcomes).map((o) => [o.session, o.turn, o.status, o.reply.chars]))
+        .toEqual([["s1", 1, "ok", 5]]);
+    });
+  }
+});
+
 describe("the last-resort guard", () => {
   test("a line whose reading throws still passes, and the proxy still ends", async () => {
     const input = new PassThrough();
