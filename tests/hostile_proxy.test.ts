@@ -18,7 +18,7 @@ import { classify } from "../lib/classify.ts";
 import { findCause, tidyCause } from "../lib/anchors.ts";
 import { jsonText, MAX_JSON_DEPTH, nestsDeeper, parseBoundedJson } from "../lib/json.ts";
 import { unwrapPrintedPublish } from "../lib/publish/unwrap.ts";
-import { runProxy } from "../lib/proxy.ts";
+import { type ProxyOptions, runProxy } from "../lib/proxy.ts";
 import { loadRegistry } from "../lib/registry.ts";
 import { parseDuration, parseRecovery } from "../lib/retry_hint.ts";
 import { stderrCause } from "../lib/run.ts";
@@ -71,6 +71,38 @@ function runProxyProcess(
     )
   );
 }
+
+/** Runs the proxy in process over `command ARGS`: its client's input, output and stderr. */
+function inProcessProxy(command: string, args: string[], extra: Partial<ProxyOptions> = {}) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const stderr = new PassThrough();
+  let out = "";
+  let err = "";
+  output.on("data", (c: Buffer) => out += c.toString());
+  stderr.on("data", (c: Buffer) => err += c.toString());
+  const running = runProxy({
+    command,
+    args,
+    profile: { name: "fake", match: [], logs: [], logFormat: "plain", anchors: null },
+    anchors: [],
+    env: process.env,
+    input,
+    output,
+    stderr,
+    forwardSignals: false,
+    ...extra,
+  });
+  return { input, running, out: () => out, err: () => err };
+}
+
+/** An agent that reads `bytes` bytes, writes the file's bytes, then waits for EOF. */
+const replayAgent = (bytes: number, file: string) => [
+  "sh",
+  "-c",
+  `head -c ${bytes} >/dev/null; cat "$0"; cat >/dev/null`,
+  file,
+];
 
 const line = (value: unknown) => JSON.stringify(value) + "\n";
 const PROMPT = line({
@@ -138,13 +170,7 @@ describe("JSON nested tens of thousands of levels deep", () => {
         const file = join(s.dir, "reply.jsonl");
         writeFileSync(file, answer);
         // Reads the prompt, answers it from the file, then waits for EOF.
-        const agent = [
-          "sh",
-          "-c",
-          `head -c ${sent.length} >/dev/null; cat "$0"; cat >/dev/null`,
-          file,
-        ];
-        const r = await runProxyProcess(s, fakeArgs(s), agent, sent);
+        const r = await runProxyProcess(s, fakeArgs(s), replayAgent(sent.length, file), sent);
         expect([r.code, r.signal]).toEqual([0, null]);
         expect(r.out.length).toBe(Buffer.byteLength(answer));
         expect(r.out.equals(Buffer.from(answer))).toBe(true);
@@ -193,13 +219,7 @@ describe("a session/prompt nested too deeply to read", () => {
         },
       }) + line({ jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } });
       writeFileSync(file, answer);
-      const agent = [
-        "sh",
-        "-c",
-        `head -c ${sent.length} >/dev/null; cat "$0"; cat >/dev/null`,
-        file,
-      ];
-      const r = await runProxyProcess(s, fakeArgs(s), agent, sent);
+      const r = await runProxyProcess(s, fakeArgs(s), replayAgent(sent.length, file), sent);
       expect([r.code, r.signal]).toEqual([0, null]);
       expect(r.out.toString()).toBe(answer);
       expect(readOutcomes(s.outcomes).map((o) => [o.session, o.turn, o.status, o.reply.chars]))
@@ -210,24 +230,8 @@ describe("a session/prompt nested too deeply to read", () => {
 
 describe("the last-resort guard", () => {
   test("a line whose reading throws still passes, and the proxy still ends", async () => {
-    const input = new PassThrough();
-    const output = new PassThrough();
-    const stderr = new PassThrough();
-    const out: Buffer[] = [];
-    let err = "";
-    output.on("data", (c: Buffer) => out.push(c));
-    stderr.on("data", (c: Buffer) => err += c.toString());
     let reads = 0;
-    const running = runProxy({
-      command: "cat",
-      args: [],
-      profile: { name: "fake", match: [], logs: [], logFormat: "plain", anchors: null },
-      anchors: [],
-      env: process.env,
-      input,
-      output,
-      stderr,
-      forwardSignals: false,
+    const p = inProcessProxy("cat", [], {
       // Reading the first lines throws (as far as they get to the clock).
       now: () => {
         if (++reads <= 2) throw new Error("clock exploded");
@@ -235,14 +239,14 @@ describe("the last-resort guard", () => {
       },
     });
     const sent = PROMPT + line({ jsonrpc: "2.0", id: 2, result: {} }) + "not json\n";
-    input.end(sent);
-    const result = await running;
+    p.input.end(sent);
+    const result = await p.running;
     expect(result.exitCode).toBe(0);
-    expect(Buffer.concat(out).toString()).toBe(sent);
-    expect(err).toContain(
+    expect(p.out()).toBe(sent);
+    expect(p.err()).toContain(
       "turnguard: reading a line failed (clock exploded); it passed through unread",
     );
-    expect(err.split("\n").filter((l) => l.includes("reading")).length).toBe(1);
+    expect(p.err().split("\n").filter((l) => l.includes("reading")).length).toBe(1);
   });
 });
 
@@ -541,5 +545,63 @@ process.stdout.write(all, () => process.exit(0));`,
     } finally {
       for (const b of burners) b.kill("SIGKILL");
     }
+  });
+});
+
+// The proxy's bound on requests in flight: past `maxPending` of one side, a request is
+// answered by turnguard at once (a retryable `capacity` error) and not forwarded, so a peer
+// that never answers cannot grow turnguard without bound; every request still gets exactly
+// one answer.
+const CAP = 100;
+const OVER = 10;
+const capped = (command: string, args: string[]) =>
+  inProcessProxy(command, args, { maxPending: CAP });
+const lines = (text: string) => text.split("\n").filter((l) => l !== "");
+
+const request = (id: number, method = "session/new") =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params: { cwd: "/" } }) + "\n";
+
+const errorOf = (l: string) =>
+  JSON.parse(l) as { id: number; error: { code: number; message: string } };
+
+describe("requests in flight are bounded per direction", () => {
+  test("client: past the cap each request is answered at once, the rest when the agent dies", async () => {
+    // The agent reads everything and never answers; it exits when its input closes.
+    const p = capped("sh", ["-c", "cat >/dev/null"]);
+    for (let id = 1; id <= CAP + OVER; id++) p.input.write(request(id));
+    // The overflow is answered while the agent still runs.
+    await until(() => lines(p.out()).length >= OVER);
+    const early = lines(p.out()).map(errorOf);
+    expect(early.map((r) => r.id)).toEqual(
+      Array.from({ length: OVER }, (_, i) => CAP + 1 + i),
+    );
+    for (const r of early) {
+      expect(r.error.code).toBe(-32603);
+      expect(r.error.message).toBe(
+        `turnguard: too many requests in flight (${CAP}); this one was not forwarded`,
+      );
+    }
+    p.input.end();
+    expect((await p.running).exitCode).toBe(0);
+    const all = lines(p.out()).map(errorOf);
+    expect(all.length).toBe(CAP + OVER);
+    expect(new Set(all.map((r) => r.id)).size).toBe(CAP + OVER);
+  });
+
+  test("agent: its requests past the cap are answered to it, not sent to the client", async () => {
+    const got = join(scratch().dir, "answers");
+    const requests = Array.from({ length: CAP + OVER }, (_, i) => request(i + 1, "fs/read"))
+      .join("");
+    // The agent asks CAP+OVER times, then keeps the first OVER lines it is sent and exits.
+    const p = capped("sh", ["-c", `printf '%s' '${requests}'; head -n ${OVER} > '${got}'`]);
+    const result = await p.running;
+    p.input.end();
+    expect(result.exitCode).toBe(0);
+    expect(lines(p.out()).map((l) => JSON.parse(l).id)).toEqual(
+      Array.from({ length: CAP }, (_, i) => i + 1),
+    );
+    const answers = lines(readFileSync(got, "utf8")).map(errorOf);
+    expect(answers.map((r) => r.id)).toEqual(Array.from({ length: OVER }, (_, i) => CAP + 1 + i));
+    expect(answers.every((r) => r.error.code === -32603)).toBe(true);
   });
 });
