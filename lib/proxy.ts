@@ -666,17 +666,30 @@ class Proxy {
       return PASS;
     }
     this.#log(`a client line ${TOO_DEEP} is passing through unread`);
-    if (message.kind === "request") {
-      if (this.#clientPending.full) return this.#refuse("client", message.id, line);
-      const sessionId = sessionIdOf(message.params);
-      const lexeme = idLexemeOf(line, message.id);
-      this.#clientPending.add(message.id, message.method, sessionId, lexeme);
-      if (message.method === "session/prompt" && sessionId !== null) {
-        this.#stopSessionRetries(sessionId, "a new prompt came in the session");
-        this.#startTurn(message, sessionId, line, lexeme, this.#now(), undefined);
-      }
-    } else if (message.kind !== "notification") {
-      this.#clientAnswered(message.id, this.#now());
+    // Its `_meta` is not read: it may be what nests too deeply.
+    if (message.kind === "request") return this.#clientRequest(message, line, this.#now(), false);
+    if (message.kind !== "notification") this.#clientAnswered(message.id, this.#now());
+    return PASS;
+  }
+
+  /**
+   * A client request: refused past the in-flight cap, else tracked; a `session/prompt` also
+   * starts a turn, with the prompt's `_meta` unless the line was too deep to read it.
+   */
+  #clientRequest(
+    message: Extract<Message, { kind: "request" }>,
+    line: Uint8Array,
+    now: number,
+    readMeta: boolean,
+  ): Verdict {
+    if (this.#clientPending.full) return this.#refuse("client", message.id, line);
+    const sessionId = sessionIdOf(message.params);
+    const lexeme = idLexemeOf(line, message.id);
+    this.#clientPending.add(message.id, message.method, sessionId, lexeme);
+    if (message.method === "session/prompt" && sessionId !== null) {
+      this.#stopSessionRetries(sessionId, "a new prompt came in the session");
+      const meta = readMeta ? (message.params as Record<string, unknown>)._meta : undefined;
+      this.#startTurn(message, sessionId, line, lexeme, now, meta);
     }
     return PASS;
   }
@@ -693,18 +706,8 @@ class Proxy {
     }
     const now = this.#now();
     switch (message.kind) {
-      case "request": {
-        if (this.#clientPending.full) return this.#refuse("client", message.id, line);
-        const sessionId = sessionIdOf(message.params);
-        const lexeme = idLexemeOf(line, message.id);
-        this.#clientPending.add(message.id, message.method, sessionId, lexeme);
-        if (message.method === "session/prompt" && sessionId !== null) {
-          this.#stopSessionRetries(sessionId, "a new prompt came in the session");
-          const meta = (message.params as Record<string, unknown>)._meta;
-          this.#startTurn(message, sessionId, line, lexeme, now, meta);
-        }
-        return PASS;
-      }
+      case "request":
+        return this.#clientRequest(message, line, now, true);
       case "notification": {
         if (message.method === "session/cancel") {
           const sessionId = sessionIdOf(message.params);
