@@ -20,11 +20,11 @@ node_modules/.installed: package.json package-lock.json
 
 build: $(DIST)
 
-# The embedded defaults, parsed and validated ahead of time (lib/embedded_config.ts).
-lib/embedded_config.json: anchors.toml lib/config.ts lib/embedded_config.ts lib/anchors.ts
-	$(BUN) lib/embedded_config.ts
+# The embedded defaults, parsed and validated ahead of time (lib/config/embedded_config.ts).
+lib/config/embedded_config.json: anchors.toml lib/config/config.ts lib/config/embedded_config.ts lib/cause/anchors.ts
+	$(BUN) lib/config/embedded_config.ts
 
-$(DIST): setup lib/embedded_config.json $(SOURCES)
+$(DIST): setup lib/config/embedded_config.json $(SOURCES)
 	@mkdir -p dist
 	$(BUN) build --compile --minify --bytecode --format=esm --splitting main.ts --outfile $(DIST)
 
@@ -41,7 +41,7 @@ fmt: setup
 
 # Every target's binary in turnguard-<version>-<target>.tar.gz, the npm package and
 # SHA256SUMS, in dist/release (scripts/release.ts; TARGETS=linux-x64,... for fewer).
-release: setup lib/embedded_config.json
+release: setup lib/config/embedded_config.json
 	$(BUN) scripts/release.ts $(if $(TARGETS),--targets $(TARGETS))
 
 demo: build

@@ -6,9 +6,9 @@
 import { EXIT, TurnguardError } from "./lib/errors.ts";
 import { closestName, HelpRequest } from "./lib/cli/args.ts";
 import { HELP, versionLine } from "./lib/cli/help.ts";
-import { stdioIdle, stdout } from "./lib/stdio.ts";
-import { dirVarProblems } from "./lib/env_dirs.ts";
-import { warnLine } from "./lib/output.ts";
+import { stdioIdle, stdout } from "./lib/io/stdio.ts";
+import { dirVarProblems } from "./lib/io/env_dirs.ts";
+import { warnLine } from "./lib/io/output.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 

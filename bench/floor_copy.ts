@@ -3,7 +3,7 @@
  * stdin to the agent and the agent's stdout to stdout with Bun-native I/O, reading nothing.
  * The least any program between a client and an agent must do.
  */
-import { bun } from "../lib/bun_api.ts";
+import { bun } from "../lib/io/bun_api.ts";
 
 const command = process.argv.slice(2);
 const child = bun!.spawn(command, { stdin: "pipe", stdout: "pipe", stderr: "inherit" });

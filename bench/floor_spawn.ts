@@ -2,7 +2,7 @@
  * Floor of `turnguard run -- CMD`: a compiled Bun program that spawns CMD, copies its stdout
  * and stderr to its own (Bun-native I/O, every byte, in order) and exits with its status.
  */
-import { bun } from "../lib/bun_api.ts";
+import { bun } from "../lib/io/bun_api.ts";
 
 const command = process.argv.slice(2);
 const child = bun!.spawn(command, { stdin: "inherit", stdout: "pipe", stderr: "pipe" });

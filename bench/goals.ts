@@ -29,7 +29,7 @@ import {
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { machine } from "./machine.ts";
-import { bun } from "../lib/bun_api.ts";
+import { bun } from "../lib/io/bun_api.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
 const BUN = join(ROOT, "node_modules/.bin/bun");

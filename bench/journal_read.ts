@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { arch, cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { formatRecord, type JournalRecord } from "../lib/journal/records.ts";
-import type { Outcome } from "../lib/outcome.ts";
+import type { Outcome } from "../lib/core/outcome.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const BIN = join(ROOT, "dist", "turnguard");

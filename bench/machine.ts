@@ -1,7 +1,7 @@
 /** The machine a benchmark ran on, as `nproc`, `uname -m` and /proc/cpuinfo tell it. */
 import { readFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
-import { bun } from "../lib/bun_api.ts";
+import { bun } from "../lib/io/bun_api.ts";
 
 /** `nproc N, ARCH, CPU MODEL; bun VERSION`. */
 export function machine(): string {

@@ -7,10 +7,10 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
-import { embeddedConfig, mergeConfigs, type Profile } from "../lib/config.ts";
-import { findLogCause, snapshotProfileLogs } from "../lib/log_cause.ts";
-import { AnchorSchema } from "../lib/plugin.ts";
-import { builtinPlugins } from "../lib/plugins.ts";
+import { embeddedConfig, mergeConfigs, type Profile } from "../lib/config/config.ts";
+import { findLogCause, snapshotProfileLogs } from "../lib/cause/log_cause.ts";
+import { AnchorSchema } from "../lib/plugin/api.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const BIN = join(ROOT, "dist", "turnguard");

@@ -15,11 +15,11 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { embeddedConfig, mergeConfigs } from "../lib/config.ts";
-import { builtinPlugins } from "../lib/plugins.ts";
-import { foldRecordEvents, readRecordEvents } from "../lib/record_evidence.ts";
-import { profileReaders } from "../lib/registry.ts";
-import { readSessionRecords, snapshotSessionRecords } from "../lib/session_records.ts";
+import { embeddedConfig, mergeConfigs } from "../lib/config/config.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
+import { foldRecordEvents, readRecordEvents } from "../lib/cause/record_evidence.ts";
+import { profileReaders } from "../lib/config/registry.ts";
+import { readSessionRecords, snapshotSessionRecords } from "../lib/cause/session_records.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 

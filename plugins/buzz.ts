@@ -5,7 +5,7 @@
  * `grep "messages send" notes`, `buzz messages get` and `buzz reactions add` are not
  * publishes. Written with the public plugin API, like any user detector.
  */
-import { definePlugin, definePublishDetector } from "../lib/plugin.ts";
+import { definePlugin, definePublishDetector } from "../lib/plugin/api.ts";
 import { detectCommand, type PublishCommandSpec } from "../lib/publish/commands.ts";
 
 /** `buzz messages send --channel X ...`. */

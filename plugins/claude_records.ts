@@ -14,8 +14,8 @@
  * - `{type:"system", subtype:"api_error", error, retryInMs, retryAttempt, maxRetries}`: an
  *   API error Claude Code retries (cli.js `nE7`).
  */
-import type { Category } from "../lib/outcome.ts";
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin.ts";
+import type { Category } from "../lib/core/outcome.ts";
+import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
 import { ERROR_KIND_CATEGORY } from "./claude.ts";
 import { contentText, obj, statusIn, str } from "./records.ts";
 

@@ -13,7 +13,7 @@
  * corpus: a cut or unfinished stream, an error event mid-stream, the output token limit, a
  * dropped refusal).
  */
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin.ts";
+import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
 import { obj, str } from "./records.ts";
 
 /** Reads one rollout line. */

@@ -12,7 +12,7 @@
  * whose stream failed, even after gemini-cli's own retries, leaves its prompt without a
  * `gemini` message after it, so the prompt says `answerFirst`.
  */
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin.ts";
+import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
 import { contentText, obj, statusIn } from "./records.ts";
 
 /** Reads one chat record. */

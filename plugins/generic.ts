@@ -31,9 +31,9 @@
  *   (V8's and JavaScriptCore's JSON.parse on a body cut short, as Claude Code relays them):
  *   recorded in tests/agents/corpus/{gemini-cli,claude-code-acp,claude-agent-acp}.
  */
-import { inputText, tidyCause } from "../lib/anchors.ts";
-import type { Category } from "../lib/outcome.ts";
-import { type AnchorHit, type AnchorInput, defineAnchor, definePlugin } from "../lib/plugin.ts";
+import { inputText, tidyCause } from "../lib/cause/anchors.ts";
+import type { Category } from "../lib/core/outcome.ts";
+import { type AnchorHit, type AnchorInput, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
 import {
   errorWords,
   grpcCategory,
@@ -42,7 +42,7 @@ import {
   type ProviderError,
   rpcProviderError,
   statusCategory,
-} from "./provider_error.ts";
+} from "../lib/cause/provider_error.ts";
 
 /** One category rule: an anchor id, its priority and the words that give the category. */
 interface Rule {

@@ -1,5 +1,5 @@
 /** The built-in code packs, embedded in the binary and loaded before any config file. */
-import type { PluginModule } from "../lib/plugin.ts";
+import type { PluginModule } from "../lib/plugin/api.ts";
 import claude from "./claude.ts";
 import codex from "./codex.ts";
 import gemini from "./gemini.ts";

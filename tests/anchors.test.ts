@@ -5,12 +5,12 @@ import {
   DeclarativeAnchorSchema,
   findCause,
   REGEX_HEAD_CHARS,
-} from "../lib/anchors.ts";
-import { classify } from "../lib/classify.ts";
-import { embeddedConfig, mergeConfigs } from "../lib/config.ts";
-import { AnchorSchema, type LoadedAnchor } from "../lib/plugin.ts";
-import { builtinPlugins } from "../lib/plugins.ts";
-import { utf8Length } from "../lib/text.ts";
+} from "../lib/cause/anchors.ts";
+import { classify } from "../lib/cause/classify.ts";
+import { embeddedConfig, mergeConfigs } from "../lib/config/config.ts";
+import { AnchorSchema, type LoadedAnchor } from "../lib/plugin/api.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
+import { utf8Length } from "../lib/text/text.ts";
 
 const decl = (o: Record<string, unknown>): LoadedAnchor =>
   v.parse(AnchorSchema, compileAnchor(v.parse(DeclarativeAnchorSchema, o)));

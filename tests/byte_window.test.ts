@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { concatBytes, Head, Tail } from "../lib/byte_window.ts";
+import { concatBytes, Head, Tail } from "../lib/text/byte_window.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
-import { AnchorSchema } from "../lib/plugin.ts";
-import { anchorsFor, findCause, type Finding } from "../lib/anchors.ts";
-import { explain, pickWinner } from "../lib/explain.ts";
+import { AnchorSchema } from "../lib/plugin/api.ts";
+import { anchorsFor, findCause, type Finding } from "../lib/cause/anchors.ts";
+import { explain, pickWinner } from "../lib/cause/explain.ts";
 import { turnguard } from "./helpers/cli.ts";
 
 let home: string;

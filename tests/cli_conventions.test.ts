@@ -19,8 +19,8 @@ import { LOG_OPTIONS } from "../lib/cli/log.ts";
 import { RETRY_OPTIONS } from "../lib/cli/retry.ts";
 import { SCAN_OPTIONS } from "../lib/cli/scan.ts";
 import { CHECK_OPTIONS } from "../lib/cli/check.ts";
-import { answerUnstarted, unstartedAnswers } from "../lib/acp/unstarted.ts";
-import { nodeSource } from "../lib/proxy_io.ts";
+import { answerUnstarted, unstartedAnswers } from "../lib/proxy/unstarted.ts";
+import { nodeSource } from "../lib/proxy/agent_io.ts";
 import { BUN, homeEnv, MAIN, ROOT, turnguard } from "./helpers/cli.ts";
 
 setDefaultTimeout(30_000);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type Cause, decide, exitCause, givenUp, type TurnFacts } from "../lib/decide.ts";
+import { type Cause, decide, exitCause, givenUp, type TurnFacts } from "../lib/core/decide.ts";
 
 const cause = (message: string, category: Cause["error"]["category"] = "quota"): Cause => ({
   error: { code: 429, message, category, anchor: "a", source: null },

@@ -2,14 +2,19 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { EMBEDDED_PATH, embeddedConfig, mergeConfigs, parseConfigText } from "../lib/config.ts";
-import { compileDefaults, EMBEDDED_JSON } from "../lib/embedded_config.ts";
+import {
+  EMBEDDED_PATH,
+  embeddedConfig,
+  mergeConfigs,
+  parseConfigText,
+} from "../lib/config/config.ts";
+import { compileDefaults, EMBEDDED_JSON } from "../lib/config/embedded_config.ts";
 import { ROOT } from "./helpers/cli.ts";
 
 const toml = readFileSync(join(ROOT, "anchors.toml"), "utf8");
 
 describe("embedded defaults", () => {
-  test("lib/embedded_config.json is anchors.toml compiled (run `make build` after editing it)", () => {
+  test("lib/config/embedded_config.json is anchors.toml compiled (run `make build` after editing it)", () => {
     const stored = JSON.parse(readFileSync(EMBEDDED_JSON, "utf8"));
     expect(stored).toEqual(compileDefaults(toml));
   });

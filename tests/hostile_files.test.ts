@@ -21,8 +21,8 @@ import {
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { journalPath } from "../lib/journal/files.ts";
-import { userConfigPath } from "../lib/config.ts";
-import { dirVarProblems, homeDir } from "../lib/env_dirs.ts";
+import { userConfigPath } from "../lib/config/config.ts";
+import { dirVarProblems, homeDir } from "../lib/io/env_dirs.ts";
 import { ensureBinary } from "./helpers/binary.ts";
 import { type Finished, homeEnv, runProcess } from "./helpers/cli.ts";
 import {

@@ -11,18 +11,18 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { errorCause } from "../lib/acp/error_cause.ts";
+import { errorCause } from "../lib/cause/error_cause.ts";
 import { readMessage } from "../lib/acp/jsonrpc.ts";
-import { explain } from "../lib/explain.ts";
-import { classify } from "../lib/classify.ts";
-import { findCause, tidyCause } from "../lib/anchors.ts";
-import { jsonText, MAX_JSON_DEPTH, nestsDeeper, parseBoundedJson } from "../lib/json.ts";
+import { explain } from "../lib/cause/explain.ts";
+import { classify } from "../lib/cause/classify.ts";
+import { findCause, tidyCause } from "../lib/cause/anchors.ts";
+import { jsonText, MAX_JSON_DEPTH, nestsDeeper, parseBoundedJson } from "../lib/text/json.ts";
 import { unwrapPrintedPublish } from "../lib/publish/unwrap.ts";
-import { type ProxyOptions, runProxy } from "../lib/proxy.ts";
-import { loadRegistry } from "../lib/registry.ts";
-import { parseDuration, parseRecovery } from "../lib/retry_hint.ts";
-import { stderrCause } from "../lib/run.ts";
-import { MAX_TIMER_MS, timerDelay } from "../lib/timer_delay.ts";
+import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
+import { loadRegistry } from "../lib/config/registry.ts";
+import { parseDuration, parseRecovery } from "../lib/core/retry_hint.ts";
+import { stderrCause } from "../lib/run/run.ts";
+import { MAX_TIMER_MS, timerDelay } from "../lib/io/timer_delay.ts";
 import {
   AGENT,
   BUN,

@@ -20,9 +20,9 @@ import {
   parseLineRecovering,
 } from "../lib/journal/records.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
-import type { Outcome } from "../lib/outcome.ts";
-import { utf8Length } from "../lib/text.ts";
-import { TurnRecorder } from "../lib/turn_recorder.ts";
+import type { Outcome } from "../lib/core/outcome.ts";
+import { utf8Length } from "../lib/text/text.ts";
+import { TurnRecorder } from "../lib/retry/turn_recorder.ts";
 import { replyNote } from "../lib/journal/report.ts";
 import { journalWarns } from "../lib/cli/journal_flags.ts";
 import { turnguard } from "./helpers/cli.ts";

@@ -7,12 +7,12 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { findCause } from "../lib/anchors.ts";
-import { classify } from "../lib/classify.ts";
-import { embeddedConfig, mergeConfigs } from "../lib/config.ts";
-import { AnchorInputSchema, AnchorSchema } from "../lib/plugin.ts";
-import { builtinPlugins, merge } from "../lib/plugins.ts";
-import { profileAnchors } from "../lib/registry.ts";
+import { findCause } from "../lib/cause/anchors.ts";
+import { classify } from "../lib/cause/classify.ts";
+import { embeddedConfig, mergeConfigs } from "../lib/config/config.ts";
+import { AnchorInputSchema, AnchorSchema } from "../lib/plugin/api.ts";
+import { builtinPlugins, merge } from "../lib/config/packs.ts";
+import { profileAnchors } from "../lib/config/registry.ts";
 import { ROOT } from "./helpers/cli.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");

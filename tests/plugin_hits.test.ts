@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
-import { tryMatch } from "../lib/anchors.ts";
-import { OutcomeSchema } from "../lib/outcome.ts";
-import { AnchorSchema } from "../lib/plugin.ts";
-import { loadCodePlugins } from "../lib/plugins.ts";
+import { tryMatch } from "../lib/cause/anchors.ts";
+import { OutcomeSchema } from "../lib/core/outcome.ts";
+import { AnchorSchema } from "../lib/plugin/api.ts";
+import { loadCodePlugins } from "../lib/config/packs.ts";
 import { FAKE_AGY, homeEnv, turnguard } from "./helpers/cli.ts";
 
 let home: string;

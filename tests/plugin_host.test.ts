@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findCause } from "../lib/anchors.ts";
-import { withPluginBudget } from "../lib/plugin_budget.ts";
-import { PluginWorker, reviveExport } from "../lib/plugin_host.ts";
-import { loadCodePlugins } from "../lib/plugins.ts";
+import { findCause } from "../lib/cause/anchors.ts";
+import { withPluginBudget } from "../lib/plugin/budget.ts";
+import { PluginWorker, reviveExport } from "../lib/plugin/host.ts";
+import { loadCodePlugins } from "../lib/config/packs.ts";
 import { runDetector } from "../lib/publish/detect.ts";
 import { ROOT } from "./helpers/cli.ts";
 

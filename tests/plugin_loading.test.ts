@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
-import { OutcomeSchema } from "../lib/outcome.ts";
+import { OutcomeSchema } from "../lib/core/outcome.ts";
 import { ensureBinary } from "./helpers/binary.ts";
 import { FAKE_AGY, homeEnv, ROOT, runProcess } from "./helpers/cli.ts";
 

@@ -11,7 +11,7 @@ import { DENO, ROOT, turnguard } from "./helpers/cli.ts";
 
 setDefaultTimeout(60_000);
 
-test("the declarations declare the same types as lib/plugin.ts (deno check)", () => {
+test("the declarations declare the same types as lib/plugin/api.ts (deno check)", () => {
   const r = spawnSync(DENO, ["check", "tests/fixtures/plugin_types_check.ts"], {
     cwd: ROOT,
     encoding: "utf8",

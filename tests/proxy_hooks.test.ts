@@ -7,9 +7,10 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
-import type { Outcome } from "../lib/outcome.ts";
-import { type ProxyOptions, runProxy, type TurnHooks } from "../lib/proxy.ts";
-import type { Turn } from "../lib/acp/turns.ts";
+import type { Outcome } from "../lib/core/outcome.ts";
+import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
+import type { TurnHooks } from "../lib/proxy/hooks.ts";
+import type { Turn } from "../lib/proxy/turns.ts";
 import {
   AGENT,
   BUN,

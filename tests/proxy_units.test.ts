@@ -2,12 +2,12 @@
  * The proxy's functional core, table-tested: line splitting, message reading, request
  * tracking, turn state, error classification, rewrites and the end-of-turn decision.
  */
-import { isRetryable, retryReason } from "../lib/classify.ts";
+import { isRetryable, retryReason } from "../lib/cause/classify.ts";
 import { describe, expect, test } from "bun:test";
 import { PassThrough } from "node:stream";
-import { compileAnchor, DeclarativeAnchorSchema } from "../lib/anchors.ts";
+import { compileAnchor, DeclarativeAnchorSchema } from "../lib/cause/anchors.ts";
 import * as v from "valibot";
-import { concludeTurn, exitMessage, type TurnEnd } from "../lib/acp/conclude.ts";
+import { concludeTurn, exitMessage, type TurnEnd } from "../lib/proxy/conclude.ts";
 import {
   echoesInput,
   errorCause,
@@ -15,16 +15,16 @@ import {
   looksLikeJson,
   providerMessage,
   readableMessage,
-} from "../lib/acp/error_cause.ts";
+} from "../lib/cause/error_cause.ts";
 import { idKey, parseMessage } from "../lib/acp/jsonrpc.ts";
 import { lineEnding, LineSplitter, type Segment } from "../lib/acp/lines.ts";
-import { LineOutput } from "../lib/acp/output.ts";
+import { LineOutput } from "../lib/proxy/output.ts";
 import {
   annotateError,
   errorResponse,
   isHttpStatusCode,
   isJsonRpcCode,
-} from "../lib/acp/rewrite.ts";
+} from "../lib/proxy/rewrite.ts";
 import { PendingRequests } from "../lib/acp/tracker.ts";
 import {
   peekChunkText,
@@ -41,11 +41,11 @@ import {
   type Turn,
   Turns,
   turnText,
-} from "../lib/acp/turns.ts";
-import type { TextKeeping } from "../lib/acp/reply_text.ts";
-import type { Cause } from "../lib/decide.ts";
-import type { LoadedAnchor } from "../lib/plugin.ts";
-import { AnchorSchema, defineAnchor } from "../lib/plugin.ts";
+} from "../lib/proxy/turns.ts";
+import type { TextKeeping } from "../lib/proxy/reply_text.ts";
+import type { Cause } from "../lib/core/decide.ts";
+import type { LoadedAnchor } from "../lib/plugin/api.ts";
+import { AnchorSchema, defineAnchor } from "../lib/plugin/api.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);

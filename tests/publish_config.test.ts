@@ -3,11 +3,11 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, UsageError } from "../lib/errors.ts";
-import { embeddedConfig, mergeConfigs, parseConfigText } from "../lib/config.ts";
-import { loadRegistry } from "../lib/registry.ts";
-import { builtinPlugins } from "../lib/plugins.ts";
+import { embeddedConfig, mergeConfigs, parseConfigText } from "../lib/config/config.ts";
+import { loadRegistry } from "../lib/config/registry.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
 import { parseOptions } from "../lib/cli/args.ts";
-import { PUBLISH_OPTIONS, readPublishFlags } from "../lib/publish/flags.ts";
+import { PUBLISH_OPTIONS, readPublishFlags } from "../lib/cli/publish_flags.ts";
 import {
   DEFAULT_PUBLISH_COMMAND,
   publishSettings,

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import buzzPlugin from "../plugins/buzz.ts";
-import { builtinPlugins } from "../lib/plugins.ts";
-import type { LoadedPublishDetector, ToolCallState } from "../lib/plugin.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
+import type { LoadedPublishDetector, ToolCallState } from "../lib/plugin/api.ts";
 import { findPublish } from "../lib/publish/detect.ts";
 import { callVerdict } from "../lib/publish/success.ts";
 import { applyToolCallUpdate, mergeToolCall } from "../lib/publish/tool_calls.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { type GateInput, publishGate } from "../lib/publish/gate.ts";
-import { FAILURE_TEXT_MAX_BYTES, keptBytes, ReplyText } from "../lib/acp/reply_text.ts";
-import { utf8Length } from "../lib/text.ts";
+import { FAILURE_TEXT_MAX_BYTES, keptBytes, ReplyText } from "../lib/proxy/reply_text.ts";
+import { utf8Length } from "../lib/text/text.ts";
 
 const base: GateInput = {
   armed: true,

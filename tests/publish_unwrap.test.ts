@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { builtinPlugins } from "../lib/plugins.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
 import { echoOutput, printfOutput, unwrapPrintedPublish } from "../lib/publish/unwrap.ts";
 
 const detectors = builtinPlugins().detectors.filter((d) => d.id === "buzz");

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { escapeControls } from "../lib/control_chars.ts";
-import { redact, redactedJson, SECRET_RULES } from "../lib/redact.ts";
+import { escapeControls } from "../lib/text/control_chars.ts";
+import { redact, redactedJson, SECRET_RULES } from "../lib/text/redact.ts";
 
 /** Key bodies built from a fixed alphabet: real-looking shapes, no real secret. */
 const B = "Zq7Xw2Lm9Pk4Rt6Yv1Hn8Bc3Df5Gj0Ks";

@@ -1,13 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { RETRYABLE } from "../lib/classify.ts";
-import { type Category, CategorySchema, type Outcome } from "../lib/outcome.ts";
+import { RETRYABLE } from "../lib/cause/classify.ts";
+import { type Category, CategorySchema, type Outcome } from "../lib/core/outcome.ts";
 import {
   BACKOFF_BASE_MS,
   BACKOFF_CAP_MS,
   backoffMs,
   decideRetry,
   type RetryDecision,
-} from "../lib/retry_policy.ts";
+} from "../lib/retry/policy.ts";
 
 type Facts = Pick<Outcome, "status" | "error" | "retry">;
 const failed = (category: Category, afterMs: number | null = null): Facts => ({

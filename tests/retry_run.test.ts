@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJournal } from "../lib/journal/reader.ts";
-import { pidSpace, processStart } from "../lib/process_identity.ts";
+import { pidSpace, processStart } from "../lib/journal/process_identity.ts";
 import { ROOT, turnguard } from "./helpers/cli.ts";
 
 const FLAKY = join(ROOT, "tests", "fixtures", "retry", "flaky-agent");

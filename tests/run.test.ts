@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
-import { OutcomeSchema } from "../lib/outcome.ts";
+import { OutcomeSchema } from "../lib/core/outcome.ts";
 import { spawn } from "node:child_process";
 import { BUN, DENO, FAKE_AGY, homeEnv, MAIN, turnguard } from "./helpers/cli.ts";
 
@@ -137,8 +137,8 @@ describe("turnguard run with a fake agy", () => {
     expect(r.code).toBe(0);
   });
 
-  // Under Bun the agent runs through Bun.spawn (lib/bun_pass_through.ts), under Deno
-  // through node:child_process (lib/run.ts): both paths keep the same promises.
+  // Under Bun the agent runs through Bun.spawn (lib/run/bun_pass_through.ts), under Deno
+  // through node:child_process (lib/run/run.ts): both paths keep the same promises.
   for (const runtime of ["bun", "deno"] as const) {
     test(`a grandchild holding stdout open does not hang the turn (${runtime})`, async () => {
       const agent = join(home, "leaves-a-child");

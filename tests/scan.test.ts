@@ -10,13 +10,13 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
-import { embeddedConfig, mergeConfigs, type Profile } from "../lib/config.ts";
-import { findLogCause } from "../lib/log_cause.ts";
-import { type LogFs, nodeLogFs } from "../lib/logfs.ts";
-import { AnchorSchema } from "../lib/plugin.ts";
-import { builtinPlugins } from "../lib/plugins.ts";
-import { SCAN_TAIL_BYTES, scanAppended } from "../lib/scan.ts";
-import { takeSnapshot } from "../lib/snapshot.ts";
+import { embeddedConfig, mergeConfigs, type Profile } from "../lib/config/config.ts";
+import { findLogCause } from "../lib/cause/log_cause.ts";
+import { type LogFs, nodeLogFs } from "../lib/io/logfs.ts";
+import { AnchorSchema } from "../lib/plugin/api.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
+import { SCAN_TAIL_BYTES, scanAppended } from "../lib/cause/scan.ts";
+import { takeSnapshot } from "../lib/cause/snapshot.ts";
 
 const anchors = [
   ...builtinPlugins().anchors,

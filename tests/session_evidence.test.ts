@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { builtinPlugins } from "../lib/plugins.ts";
-import { mergeConfigs, parseConfigText } from "../lib/config.ts";
-import { gatherBeyondWire } from "../lib/acp/beyond_wire.ts";
-import { newTurn, observeUpdate } from "../lib/acp/turns.ts";
+import { builtinPlugins } from "../lib/config/packs.ts";
+import { mergeConfigs, parseConfigText } from "../lib/config/config.ts";
+import { gatherBeyondWire } from "../lib/proxy/beyond_wire.ts";
+import { newTurn, observeUpdate } from "../lib/proxy/turns.ts";
 import { scanRecords } from "../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,20 +14,20 @@ import {
   restartedAttempts,
   shorterThanRecorded,
   zeroOutputUsage,
-} from "../lib/acp/contradictions.ts";
-import { foldRecordEvents, type ReadEvent } from "../lib/record_evidence.ts";
-import type { RecordEvent } from "../lib/plugin.ts";
+} from "../lib/cause/contradictions.ts";
+import { foldRecordEvents, type ReadEvent } from "../lib/cause/record_evidence.ts";
+import type { RecordEvent } from "../lib/plugin/api.ts";
 import {
   parseRecordLines,
   readSessionRecords,
   recordPatterns,
   snapshotSessionRecords,
-} from "../lib/session_records.ts";
-import { expandVars } from "../lib/glob.ts";
+} from "../lib/cause/session_records.ts";
+import { expandVars } from "../lib/io/glob.ts";
 import { readClaudeRecord } from "../plugins/claude_records.ts";
 import { readCodexRecord } from "../plugins/codex_records.ts";
 import { readGeminiRecord } from "../plugins/gemini_records.ts";
-import type { Profile } from "../lib/config.ts";
+import type { Profile } from "../lib/config/config.ts";
 
 const ev = (event: RecordEvent, offset = 0): ReadEvent => ({
   event,

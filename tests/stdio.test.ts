@@ -1,5 +1,5 @@
 /**
- * turnguard's own stdout (lib/stdio.ts): every byte queued before exit reaches a slow
+ * turnguard's own stdout (lib/io/stdio.ts): every byte queued before exit reaches a slow
  * reader, in order, under Bun (descriptor writes) and Deno (Node streams).
  */
 import { describe, expect, test } from "bun:test";

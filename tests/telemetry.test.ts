@@ -6,9 +6,9 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseConfigText } from "../lib/config.ts";
+import { parseConfigText } from "../lib/config/config.ts";
 import { ConfigError } from "../lib/errors.ts";
-import { redact } from "../lib/redact.ts";
+import { redact } from "../lib/text/redact.ts";
 import { swallowed, type TurnContext, turnRecord } from "../lib/telemetry/record.ts";
 import {
   DEFAULT_FLUSH_MS,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { capUtf8, dewrapGlog, formatDuration, utf8Length } from "../lib/text.ts";
-import { parseDuration, parseRecovery } from "../lib/retry_hint.ts";
+import { capUtf8, dewrapGlog, formatDuration, utf8Length } from "../lib/text/text.ts";
+import { parseDuration, parseRecovery } from "../lib/core/retry_hint.ts";
 
 describe("capUtf8", () => {
   test("400 × é is cut to at most 500 bytes of valid UTF-8", () => {

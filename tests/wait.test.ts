@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { JournalReader, readJournal } from "../lib/journal/reader.ts";
 import type { JournalRecord } from "../lib/journal/records.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
-import type { Outcome } from "../lib/outcome.ts";
+import type { Outcome } from "../lib/core/outcome.ts";
 import { emptyState, foldRecords, latestTurn, verdict } from "../lib/journal/fold.ts";
 import { BUN, FAKE_AGY, homeEnv, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
 import { testOutcome } from "./helpers/outcome.ts";

@@ -10,14 +10,14 @@ import { join } from "node:path";
 import { formatRecord, type JournalRecord, turnKey } from "../lib/journal/records.ts";
 import { PENDING_HOLD_MS, waitForTurn } from "../lib/cli/wait.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
-import type { Outcome } from "../lib/outcome.ts";
+import type { Outcome } from "../lib/core/outcome.ts";
 import {
   ownerState,
   parseProcStat,
   pidSpace,
   type ProcessProbe,
   processStart,
-} from "../lib/process_identity.ts";
+} from "../lib/journal/process_identity.ts";
 import { logRow, printReport, stateLine, waitRow } from "../lib/journal/report.ts";
 import { foldRecords, latestTurn, verdict, withOwner } from "../lib/journal/fold.ts";
 import { runProcess, turnguard } from "./helpers/cli.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { JournalRecord, SettledWhy } from "../lib/journal/records.ts";
-import type { Outcome } from "../lib/outcome.ts";
+import type { Outcome } from "../lib/core/outcome.ts";
 import {
   formatLog,
   logRow,

@@ -3,7 +3,7 @@
  * nothing, for blank lines, invalid JSON, batches and anything that is not a message).
  * The proxy only reads messages; lines it does not rewrite are forwarded as their bytes.
  */
-import { isObject, nestsDeeper } from "../json.ts";
+import { isObject, nestsDeeper } from "../text/json.ts";
 
 /**
  * A request id: each side of the connection numbers its own. Besides strings and numbers,
@@ -24,7 +24,7 @@ export type Message =
 
 const decoder = new TextDecoder();
 
-/** True for a plain JSON object (lib/json.ts; re-exported for the proxy's modules). */
+/** True for a plain JSON object (lib/text/json.ts; re-exported for the proxy's modules). */
 export { isObject };
 
 function isId(value: unknown): value is JsonRpcId {

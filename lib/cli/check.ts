@@ -6,13 +6,13 @@
  * `anchors` pattern that selects nothing. Exit 0 when all is well (warnings included); 2
  * with the first error (file, line, key) otherwise.
  */
-import type { Profile } from "../config.ts";
-import type { LoadedAnchor } from "../plugin.ts";
+import type { Profile } from "../config/config.ts";
+import type { LoadedAnchor } from "../plugin/api.ts";
 import { publishSettings, selectDetectors } from "../publish/settings.ts";
-import { loadRegistry, profileAnchors, profileReaders, type Registry } from "../registry.ts";
-import { DEFAULT_SETTLE_MS } from "../session_records.ts";
+import { loadRegistry, profileAnchors, profileReaders, type Registry } from "../config/registry.ts";
+import { DEFAULT_SETTLE_MS } from "../cause/session_records.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { stdout } from "../stdio.ts";
+import { stdout } from "../io/stdio.ts";
 
 /** The profile unknown commands get: no logs, every anchor not tied to an agent. */
 const OTHER: Profile = {

@@ -4,7 +4,7 @@
  * them equal to each subcommand's real options table.
  */
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
-import { DEFAULT_RETRY_MAX_WAIT_S } from "../retry_policy.ts";
+import { DEFAULT_RETRY_MAX_WAIT_S } from "../retry/policy.ts";
 
 /** One subcommand's help. */
 export interface CommandHelp {

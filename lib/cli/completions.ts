@@ -4,7 +4,7 @@
  */
 import { UsageError } from "../errors.ts";
 import { parseOptions } from "./args.ts";
-import { stdout } from "../stdio.ts";
+import { stdout } from "../io/stdio.ts";
 import { COMMAND_HELP } from "./command_help.ts";
 
 /** The shells a script is made for. */

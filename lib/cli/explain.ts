@@ -5,19 +5,19 @@
  * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
  */
 import { readFileSync } from "node:fs";
-import { classify } from "../classify.ts";
-import { errorCause } from "../acp/error_cause.ts";
+import { classify } from "../cause/classify.ts";
+import { errorCause } from "../cause/error_cause.ts";
 import { UsageError } from "../errors.ts";
-import { explain, type Explanation } from "../explain.ts";
-import { inputText } from "../anchors.ts";
-import type { RetryHint } from "../outcome.ts";
-import { withPluginBudget } from "../plugin_budget.ts";
-import { loadRegistry } from "../registry.ts";
+import { explain, type Explanation } from "../cause/explain.ts";
+import { inputText } from "../cause/anchors.ts";
+import type { RetryHint } from "../core/outcome.ts";
+import { withPluginBudget } from "../plugin/budget.ts";
+import { loadRegistry } from "../config/registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
 import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
-import { stdout } from "../stdio.ts";
-import { warnLine, writeShown } from "../output.ts";
-import { redactedJson } from "../redact.ts";
+import { stdout } from "../io/stdio.ts";
+import { warnLine, writeShown } from "../io/output.ts";
+import { redactedJson } from "../text/redact.ts";
 
 /** The explanation as text, one line per anchor. */
 export function formatExplanation(

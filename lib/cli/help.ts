@@ -1,8 +1,5 @@
 /** The help text and version, kept in one place for `--help` and the README. */
-import pkg from "../../package.json" with { type: "json" };
-
-/** turnguard's version: package.json's, the one place it is written. */
-export const VERSION: string = pkg.version;
+import { VERSION } from "../version.ts";
 
 /** The commit a release build embeds (`bun build --define`); undeclared when run from source. */
 declare const TURNGUARD_BUILD_COMMIT: string | undefined;

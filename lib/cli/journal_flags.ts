@@ -5,11 +5,11 @@
 import { lstatSync, type Stats } from "node:fs";
 import { UsageError } from "../errors.ts";
 import { journalPath } from "../journal/files.ts";
-import { fileKind, foreignOwner } from "../private_file.ts";
+import { fileKind, foreignOwner } from "../io/private_file.ts";
 import { JournalWriter } from "../journal/writer.ts";
-import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry_policy.ts";
-import { RetryWaits } from "../retry_waits.ts";
-import { TurnRecorder } from "../turn_recorder.ts";
+import { DEFAULT_RETRY_MAX_WAIT_S, type RetryPolicy } from "../retry/policy.ts";
+import { RetryWaits } from "../retry/waits.ts";
+import { TurnRecorder } from "../retry/turn_recorder.ts";
 import { type OptionSpec, type OptionValues, parseSeconds } from "./args.ts";
 
 /** The flags, for a subcommand's options table. */

@@ -9,9 +9,9 @@ import { formatLog, logRow } from "../journal/report.ts";
 import { foldRead, recentTurns } from "../journal/fold.ts";
 import { type OptionSpec, parseOptions } from "./args.ts";
 import { readableJournalPath, WAIT_EXIT } from "./wait.ts";
-import { stdout } from "../stdio.ts";
-import { warnLine, writeShown } from "../output.ts";
-import { redactedJson } from "../redact.ts";
+import { stdout } from "../io/stdio.ts";
+import { warnLine, writeShown } from "../io/output.ts";
+import { redactedJson } from "../text/redact.ts";
 
 /** Turns listed when --limit is not given. */
 export const DEFAULT_LOG_LIMIT = 20;

@@ -6,21 +6,22 @@ import { resolve } from "node:path";
 import { isatty } from "node:tty";
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { UsageError } from "../errors.ts";
-import type { Outcome } from "../outcome.ts";
-import { openOutcomeFile } from "../outcome_file.ts";
-import { DEFAULT_GRACE_MS, runProxy, type TurnHooks } from "../proxy.ts";
-import { MAX_TIMER_MS } from "../timer_delay.ts";
-import { composeHooks, journalHooks, type RetryExecutor } from "../proxy_journal.ts";
-import { PUBLISH_OPTIONS } from "../publish/flags.ts";
-import { proxyPublishHooks } from "../publish/hooks.ts";
-import { loadRegistry, profileAnchors, profileReaders, selectProfile } from "../registry.ts";
-import { openTelemetry, telemetryHooks } from "../telemetry/export.ts";
+import type { Outcome } from "../core/outcome.ts";
+import { openOutcomeFile } from "./outcome_file.ts";
+import { DEFAULT_GRACE_MS, runProxy } from "../proxy/proxy.ts";
+import { composeHooks, telemetryHooks, type TurnHooks } from "../proxy/hooks.ts";
+import { MAX_TIMER_MS } from "../io/timer_delay.ts";
+import { journalHooks, type RetryExecutor } from "../proxy/journal_hooks.ts";
+import { PUBLISH_OPTIONS } from "./publish_flags.ts";
+import { proxyPublishHooks } from "./publish_flags.ts";
+import { loadRegistry, profileAnchors, profileReaders, selectProfile } from "../config/registry.ts";
+import { openTelemetry } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
-import { stderr, stdout } from "../stdio.ts";
-import { bun } from "../bun_api.ts";
-import { bunStdin, stdSink } from "../proxy_io.ts";
-import { warnLine } from "../output.ts";
+import { stderr, stdout } from "../io/stdio.ts";
+import { bun } from "../io/bun_api.ts";
+import { bunStdin, stdSink } from "../proxy/agent_io.ts";
+import { warnLine } from "../io/output.ts";
 
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
@@ -112,7 +113,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       profile,
       anchors: profileAnchors(registry.anchors, profile),
       env,
-      // Under Bun, the client's side is read and written Bun-native (lib/proxy_io.ts).
+      // Under Bun, the client's side is read and written Bun-native (lib/proxy/agent_io.ts).
       input: bun ? bunStdin() : process.stdin,
       output: bun ? stdSink(stdout) : stdout.writable(),
       // A person at a terminal is not an ACP client: an agent that cannot start is not

@@ -6,16 +6,16 @@
  */
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
 import type { Owner } from "../journal/records.ts";
-import { errCode } from "../logfs.ts";
-import { type OwnerState, ownerState } from "../process_identity.ts";
-import { RUN_NOW_SIGNAL } from "../retry_waits.ts";
+import { errCode } from "../io/logfs.ts";
+import { type OwnerState, ownerState } from "../journal/process_identity.ts";
+import { RUN_NOW_SIGNAL } from "../retry/waits.ts";
 import { readTail } from "../journal/tail.ts";
 import { foldRead, latestTurn, retryOwner, type RetryView, verdict } from "../journal/fold.ts";
-import { formatDuration } from "../text.ts";
+import { formatDuration } from "../text/text.ts";
 import { type OptionSpec, parseOptions } from "./args.ts";
 import { readableJournalPath, WAIT_EXIT } from "./wait.ts";
-import { stdout } from "../stdio.ts";
-import { warnLine } from "../output.ts";
+import { stdout } from "../io/stdio.ts";
+import { warnLine } from "../io/output.ts";
 
 /** The flags `turnguard retry` accepts. */
 export const RETRY_OPTIONS = {

@@ -3,18 +3,18 @@
  * `--retries`, runs the command again after a retryable failure that wrote nothing.
  */
 import { resolve } from "node:path";
-import { failureLine } from "../emit.ts";
-import { openOutcomeFile } from "../outcome_file.ts";
+import { failureLine } from "../core/build_outcome.ts";
+import { openOutcomeFile } from "./outcome_file.ts";
 import { UsageError } from "../errors.ts";
-import { loadRegistry, profileAnchors, selectProfile } from "../registry.ts";
-import { type RunResult, runTurn } from "../run.ts";
+import { loadRegistry, profileAnchors, selectProfile } from "../config/registry.ts";
+import { type RunResult, runTurn } from "../run/run.ts";
 import { openTelemetry } from "../telemetry/export.ts";
-import { formatDuration } from "../text.ts";
+import { formatDuration } from "../text/text.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
-import { stderr, stdout } from "../stdio.ts";
-import { warnLine } from "../output.ts";
-import { redactedJson } from "../redact.ts";
+import { stderr, stdout } from "../io/stdio.ts";
+import { warnLine } from "../io/output.ts";
+import { redactedJson } from "../text/redact.ts";
 
 /** The flags `turnguard run` accepts. */
 export const RUN_OPTIONS = {

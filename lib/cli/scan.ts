@@ -10,28 +10,28 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { anchorsFor, findCause, type Finding } from "../anchors.ts";
-import { classify } from "../classify.ts";
+import { anchorsFor, findCause, type Finding } from "../cause/anchors.ts";
+import { classify } from "../cause/classify.ts";
 import { UsageError } from "../errors.ts";
-import { pickWinner } from "../explain.ts";
-import { isObject } from "../json.ts";
-import type { RetryHint } from "../outcome.ts";
-import type { AnchorInput, LoadedAnchor, LoadedRecordReader, RecordEvent } from "../plugin.ts";
-import type { Cause } from "../decide.ts";
-import { foldRecordEvents, readRecordEvents, recordCauses } from "../record_evidence.ts";
-import { parseRecordLines } from "../session_records.ts";
-import { withPluginBudget } from "../plugin_budget.ts";
+import { pickWinner } from "../cause/explain.ts";
+import { isObject } from "../text/json.ts";
+import type { RetryHint } from "../core/outcome.ts";
+import type { AnchorInput, LoadedAnchor, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
+import type { Cause } from "../core/decide.ts";
+import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
+import { parseRecordLines } from "../cause/session_records.ts";
+import { withPluginBudget } from "../plugin/budget.ts";
 import {
   loadRegistry,
   profileAnchors,
   profileReaders,
   type Registry,
   requireProfile,
-} from "../registry.ts";
+} from "../config/registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { stdout } from "../stdio.ts";
-import { warnLine, writeShown } from "../output.ts";
-import { redactedJson } from "../redact.ts";
+import { stdout } from "../io/stdio.ts";
+import { warnLine, writeShown } from "../io/output.ts";
+import { redactedJson } from "../text/redact.ts";
 
 /** How the lines of a file are read as anchor inputs. */
 export const INPUT_KINDS = ["auto", "log", "text", "error", "records"] as const;

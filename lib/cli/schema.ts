@@ -1,8 +1,8 @@
 /** `turnguard schema`: prints the Outcome's JSON Schema, derived from the valibot schema. */
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { OutcomeSchema } from "../outcome.ts";
+import { OutcomeSchema } from "../core/outcome.ts";
 import { parseOptions } from "./args.ts";
-import { stdout } from "../stdio.ts";
+import { stdout } from "../io/stdio.ts";
 
 /** Prints the JSON Schema of the Outcome (v1). */
 export function schemaCommand(argv: string[]): number {

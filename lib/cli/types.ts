@@ -4,7 +4,7 @@
  */
 import declarations from "../types/plugin_api.d.ts" with { type: "text" };
 import { parseOptions } from "./args.ts";
-import { stdout } from "../stdio.ts";
+import { stdout } from "../io/stdio.ts";
 
 /** Prints lib/types/plugin_api.d.ts. */
 export function typesCommand(argv: string[]): number {

@@ -9,13 +9,13 @@
  */
 import { type Stats, statSync } from "node:fs";
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
-import { fileKind } from "../private_file.ts";
+import { fileKind } from "../io/private_file.ts";
 import { journalPath } from "../journal/files.ts";
 import { type JournalRead, JournalReader } from "../journal/reader.ts";
 import { type Owner, type RecordHead, turnKey } from "../journal/records.ts";
 import { readTail } from "../journal/tail.ts";
 import { type ChangeSignal, JournalWatch } from "../journal/watch.ts";
-import { type OwnerState, ownerState } from "../process_identity.ts";
+import { type OwnerState, ownerState } from "../journal/process_identity.ts";
 import { printReport, replyNote, stateLine, waitRow } from "../journal/report.ts";
 import {
   awaitsOwner,
@@ -30,9 +30,9 @@ import {
   withRetryOwnerGone,
 } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
-import { stdout } from "../stdio.ts";
-import { warnLine, writeShown } from "../output.ts";
-import { redactedJson } from "../redact.ts";
+import { stdout } from "../io/stdio.ts";
+import { warnLine, writeShown } from "../io/output.ts";
+import { redactedJson } from "../text/redact.ts";
 
 /** The exit codes of `turnguard wait`. */
 export const WAIT_EXIT = {

@@ -4,7 +4,7 @@
  */
 import { readdirSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { absoluteDir, homeDir } from "../env_dirs.ts";
+import { absoluteDir, homeDir } from "../io/env_dirs.ts";
 import { UsageError } from "../errors.ts";
 
 /**

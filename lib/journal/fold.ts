@@ -14,8 +14,8 @@ import {
   turnKey,
   writerKey,
 } from "./records.ts";
-import type { Outcome } from "../outcome.ts";
-import type { OwnerState } from "../process_identity.ts";
+import type { Outcome } from "../core/outcome.ts";
+import type { OwnerState } from "./process_identity.ts";
 import type { RecordsRead } from "./reader.ts";
 
 /** The retry decision of a turn as the journal last told it. */

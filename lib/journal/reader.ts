@@ -3,10 +3,10 @@
  * once and in journal order, and skips torn or corrupt lines with a diagnostic.
  */
 import { closeSync, fstatSync, readSync, statSync } from "node:fs";
-import { errCode } from "../logfs.ts";
+import { errCode } from "../io/logfs.ts";
 import { journalFiles } from "./files.ts";
 import { type JournalRecord, parseLineRecovering, readHead, type RecordHead } from "./records.ts";
-import { openRegularForRead } from "../private_file.ts";
+import { openRegularForRead } from "../io/private_file.ts";
 
 /** A record cut short that still names its turn, and where it was among the records read. */
 export interface TornRecord {

@@ -3,8 +3,8 @@
  * line is written and read back — including a record glued behind a torn one.
  */
 import * as v from "valibot";
-import { OutcomeSchema } from "../outcome.ts";
-import { redactedJson } from "../redact.ts";
+import { OutcomeSchema } from "../core/outcome.ts";
+import { redactedJson } from "../text/redact.ts";
 
 /**
  * The turnguard process that owns a turn, and who that pid was: `turnguard retry` signals

@@ -2,8 +2,8 @@
  * Turn reports: how a turn's state reads for people (`wait --print`, `log`) and for
  * machines (`wait --json`, `log --json`). Pure: the clock is passed in.
  */
-import type { Outcome, TurnError } from "../outcome.ts";
-import { formatDuration, utf8Length } from "../text.ts";
+import type { Outcome, TurnError } from "../core/outcome.ts";
+import { formatDuration, utf8Length } from "../text/text.ts";
 import { OVERDUE_MS, type RetryView, type TurnView } from "./fold.ts";
 
 /** The retry part of a machine row. */

@@ -13,7 +13,7 @@
  * start, where it is ordered by its first record, as a forward read orders it).
  */
 import { closeSync, fstatSync, readSync } from "node:fs";
-import { errCode } from "../logfs.ts";
+import { errCode } from "../io/logfs.ts";
 import { isTarget } from "./fold.ts";
 import {
   type FileCursor,
@@ -32,7 +32,7 @@ import {
   turnKey,
   writerKey,
 } from "./records.ts";
-import { openRegularForRead } from "../private_file.ts";
+import { openRegularForRead } from "../io/private_file.ts";
 
 /** Which turns a read from the end is for. */
 export interface TailQuery {

@@ -11,8 +11,8 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { errCode } from "../logfs.ts";
-import { openPrivateAppend } from "../private_file.ts";
+import { errCode } from "../io/logfs.ts";
+import { openPrivateAppend } from "../io/private_file.ts";
 import { rotatedFiles } from "./files.ts";
 import { formatRecord, type JournalRecord } from "./records.ts";
 
@@ -26,7 +26,7 @@ const STALE_LOCK_MS = 30_000;
 /**
  * Opens the live journal file for appending (created 0600 when missing, its directory 0700
  * when `makeDir`); its descriptor. Never follows a symbolic link at the path and never
- * blocks: a FIFO or other non-regular file is a NotRegularFileError (lib/private_file.ts).
+ * blocks: a FIFO or other non-regular file is a NotRegularFileError (lib/io/private_file.ts).
  */
 export function openForAppend(path: string, makeDir = false): number {
   return openPrivateAppend(path, makeDir);

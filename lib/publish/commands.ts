@@ -4,7 +4,7 @@
  * of them runs a given publish command and to which channel. Shared by the built-in buzz
  * detector, declarative `[[detector]]` tables and the printed-command unwrapper. Pure.
  */
-import type { Detection, ToolCallState } from "../plugin.ts";
+import type { Detection, ToolCallState } from "../plugin/api.ts";
 import { effectiveArgv, parseShell, programName, type SimpleCommand } from "./shell_words.ts";
 import { isObject } from "../acp/jsonrpc.ts";
 

@@ -4,7 +4,7 @@
  * plugins use.
  */
 import * as v from "valibot";
-import { definePublishDetector, type PublishDetector } from "../plugin.ts";
+import { definePublishDetector, type PublishDetector } from "../plugin/api.ts";
 import { detectCommand, type PublishCommandSpec } from "./commands.ts";
 import { parseShell, programName } from "./shell_words.ts";
 

@@ -3,13 +3,13 @@
  * throwing or malformed detector is a diagnostic, never a crash) and counts a publish only
  * when its call succeeded and went to this turn's channel (or named none). Pure.
  */
-import { callPlugin } from "../plugin_call.ts";
+import { callPlugin } from "../plugin/call.ts";
 import {
   type Detection,
   DetectionSchema,
   type LoadedPublishDetector,
   type ToolCallState,
-} from "../plugin.ts";
+} from "../plugin/api.ts";
 import { callVerdict } from "./success.ts";
 
 /** What detection found: the detector that saw the successful publish, and on which call. */

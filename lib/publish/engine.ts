@@ -5,8 +5,8 @@
  * Never throws and never runs the fallback twice.
  */
 import { errorText } from "../errors.ts";
-import type { Publish } from "../outcome.ts";
-import type { LoadedPublishDetector, ToolCallState } from "../plugin.ts";
+import type { Publish } from "../core/outcome.ts";
+import type { LoadedPublishDetector, ToolCallState } from "../plugin/api.ts";
 import { findPublish } from "./detect.ts";
 import { type FallbackRunner, runFallback } from "./fallback.ts";
 import { publishGate } from "./gate.ts";

@@ -5,7 +5,7 @@
  * that is missing, fails or hangs becomes a result with `sent: false`, never a retry.
  */
 import { spawn } from "node:child_process";
-import { Tail } from "../byte_window.ts";
+import { Tail } from "../text/byte_window.ts";
 
 /** Bytes of the command's stderr kept for the outcome. */
 export const FALLBACK_STDERR_BYTES = 2048;

@@ -1,12 +1,12 @@
 /**
  * Publish settings of an agent profile: the `[agent.NAME.publish]` table of anchors.toml
- * (schema defined here, merged by lib/config.ts), the defaults for the buzz bridge, and
+ * (schema defined here, merged by lib/config/config.ts), the defaults for the buzz bridge, and
  * the resolved settings the engine runs with. Off unless armed by the table or by
  * `--publish-fallback`.
  */
 import * as v from "valibot";
 import { UsageError } from "../errors.ts";
-import type { LoadedPublishDetector } from "../plugin.ts";
+import type { LoadedPublishDetector } from "../plugin/api.ts";
 import { placeholdersIn, VAR_NAME } from "./vars.ts";
 
 const ID = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -"));

@@ -4,7 +4,7 @@
  * `isError`, exit codes in `rawOutput` or `_meta` under several names, or an
  * `Exit code: 1` line in the call's text output. Pure.
  */
-import type { ToolCallState } from "../plugin.ts";
+import type { ToolCallState } from "../plugin/api.ts";
 import { isObject } from "../acp/jsonrpc.ts";
 
 /** The verdict on one call, with the signal that decided it (for diagnostics). */

@@ -4,7 +4,7 @@
  * once they are merged. Pure; shared by the proxy and the publish engine.
  */
 import * as v from "valibot";
-import { type ToolCallState, ToolCallStateSchema } from "../plugin.ts";
+import { type ToolCallState, ToolCallStateSchema } from "../plugin/api.ts";
 import { isObject } from "../acp/jsonrpc.ts";
 
 /** Fields that ACP types as strings; a value of another type is dropped, as ACP peers do. */

@@ -4,7 +4,7 @@
  * `printf '…' |` pipe), the fallback publishes the content it meant, not the command.
  * Recognised with the profile's own detectors; pure.
  */
-import type { LoadedPublishDetector, ToolCallState } from "../plugin.ts";
+import type { LoadedPublishDetector, ToolCallState } from "../plugin/api.ts";
 import { flagValue } from "./commands.ts";
 import { runDetector } from "./detect.ts";
 import {

@@ -6,11 +6,10 @@
  * records are dropped and counted; the first drop is said at once in one stderr line (a
  * long-running proxy does not keep it until it stops), and the count at exit.
  */
-import { VERSION } from "../cli/help.ts";
-import type { Outcome } from "../outcome.ts";
-import type { TurnHooks } from "../proxy.ts";
+import { VERSION } from "../version.ts";
+import type { Outcome } from "../core/outcome.ts";
 import type { OtelExport } from "./otel.ts";
-import { redact } from "../redact.ts";
+import { redact } from "../text/redact.ts";
 import { resolveTelemetry, type TelemetryTable } from "./settings.ts";
 
 /** Export of each turn's Outcome; null from `openTelemetry` when export is off. */
@@ -111,9 +110,4 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
       );
     },
   };
-}
-
-/** Proxy turn hooks that export every turn's (and retry attempt's) Outcome. */
-export function telemetryHooks(telemetry: TurnTelemetry | null): TurnHooks {
-  return telemetry ? { turnEnded: (outcome) => telemetry.turnEnded(outcome) } : {};
 }

@@ -35,7 +35,7 @@ import {
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
 import type { AnyValue } from "@opentelemetry/api";
-import type { Outcome } from "../outcome.ts";
+import type { Outcome } from "../core/outcome.ts";
 import { turnRecord } from "./record.ts";
 import type { TelemetrySettings } from "./settings.ts";
 

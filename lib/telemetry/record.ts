@@ -7,8 +7,8 @@
  * since they moved to the GenAI conventions' own repository.
  */
 import { ATTR_ERROR_TYPE } from "@opentelemetry/semantic-conventions";
-import type { Outcome } from "../outcome.ts";
-import { redact } from "../redact.ts";
+import type { Outcome } from "../core/outcome.ts";
+import { redact } from "../text/redact.ts";
 
 /** An attribute value as OTLP carries it. */
 export type AttributeValue = string | number | boolean | string[];

@@ -4,7 +4,7 @@
  * nothing here loads the OpenTelemetry packages (lib/telemetry/otel.ts does, on demand).
  */
 import * as v from "valibot";
-import { redact } from "../redact.ts";
+import { redact } from "../text/redact.ts";
 
 /** Milliseconds the process may wait at exit for the last records to reach the collector. */
 export const DEFAULT_FLUSH_MS = 1000;

@@ -7,7 +7,7 @@
  *
  *   import type { AnchorHit, AnchorInput, PluginModule } from "./turnguard.d.ts";
  *
- * These declarations mirror the schemas turnguard validates plugins with (lib/plugin.ts);
+ * These declarations mirror the schemas turnguard validates plugins with (lib/plugin/api.ts);
  * a test holds them equal.
  */
 

@@ -4,7 +4,7 @@
  * session/prompt) and what turnguard reported. Built from the corpus transcripts and the
  * Outcomes of their replay (tests/agents_replay.test.ts checks the file is up to date).
  */
-import type { Outcome } from "../../lib/outcome.ts";
+import type { Outcome } from "../../lib/core/outcome.ts";
 import type { Expected } from "./expected.ts";
 import type { Transcript } from "./transcript.ts";
 

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
-import { CategorySchema, StatusSchema } from "../../lib/outcome.ts";
+import { CategorySchema, StatusSchema } from "../../lib/core/outcome.ts";
 
 /** One fixture's expected Outcome. */
 export const ExpectedSchema = v.strictObject({

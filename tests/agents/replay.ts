@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ensureBinary } from "../helpers/binary.ts";
 import { BUN, ROOT } from "../helpers/cli.ts";
 import { readTranscript } from "./transcript.ts";
-import type { Outcome } from "../../lib/outcome.ts";
+import type { Outcome } from "../../lib/core/outcome.ts";
 
 /** The committed corpus. */
 export const CORPUS = join(ROOT, "tests", "agents", "corpus");

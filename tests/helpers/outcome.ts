@@ -1,5 +1,5 @@
 /** Outcomes for tests that feed the journal or its readers without running an agent. */
-import type { Outcome, TurnError } from "../../lib/outcome.ts";
+import type { Outcome, TurnError } from "../../lib/core/outcome.ts";
 
 /** A capacity error (503) with the given readable message. */
 export function capacityError(message = "UNAVAILABLE (code 503)"): TurnError {

@@ -1,0 +1,112 @@
+/**
+ * The turn's log cause: snapshot before the turn, then scan what it appended, keep the
+ * agent's own lines, find the terminal cause with the profile's anchors and classify it.
+ * Shared by `turnguard run` and `turnguard proxy`.
+ */
+import { findCause } from "./anchors.ts";
+import { attributeLines, type LogLine, splitLines } from "./attribution.ts";
+import { classify } from "./classify.ts";
+import type { Cause } from "../core/decide.ts";
+import { expandVars } from "../io/glob.ts";
+import { type LogFs, nodeLogFs } from "../io/logfs.ts";
+import type { LoadedAnchor } from "../plugin/api.ts";
+import { withPluginBudget } from "../plugin/budget.ts";
+import { scanAppended } from "./scan.ts";
+import { type Snapshot, takeSnapshot } from "./snapshot.ts";
+
+/** Where a profile's agent logs, as the log reader needs it (lib/config/config.ts's Profile). */
+export interface LogSources {
+  /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
+  logs: readonly string[];
+  /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
+  logFormat: "plain" | "glog";
+}
+
+/** Snapshots the profile's logs before a turn starts. */
+export function snapshotProfileLogs(
+  profile: LogSources,
+  env: Record<string, string | undefined>,
+  now: number,
+  fs: LogFs = nodeLogFs,
+): Snapshot {
+  return takeSnapshot(profile.logs.map((p) => expandVars(p, env)), now, fs);
+}
+
+/** What the log scan found for one turn. */
+export interface LogCauseResult {
+  cause: Cause | null;
+  diagnostics: string[];
+}
+
+/** Everything findLogCause needs besides the snapshot. */
+export interface LogCauseInput {
+  snapshot: Snapshot;
+  spawnedAt: number;
+  /** The agent's pid, for glog attribution; null when unknown. */
+  pid: number | null;
+  profile: LogSources;
+  /** The profile's anchors (log anchors find the cause, text anchors classify it). */
+  anchors: readonly LoadedAnchor[];
+  now: number;
+  fs?: LogFs;
+}
+
+/**
+ * Scans the turn's appended log bytes and returns the classified terminal cause. Code
+ * plugins share one budget for it (the turn's, when the caller opened one).
+ */
+export function findLogCause(input: LogCauseInput): LogCauseResult {
+  return withPluginBudget(() => logCause(input));
+}
+
+function logCause(input: LogCauseInput): LogCauseResult {
+  const { snapshot, spawnedAt, pid, profile, anchors, now } = input;
+  const diagnostics = [...snapshot.diagnostics];
+  if (profile.logs.length === 0) return { cause: null, diagnostics };
+  const scan = scanAppended(snapshot, spawnedAt, input.fs ?? nodeLogFs);
+  diagnostics.push(...scan.diagnostics);
+  // Oldest file first, so among equal anchors the newest file's last line wins.
+  let lines: LogLine[] = [...scan.chunks].reverse().flatMap((c) =>
+    splitLines(c.path, c.offset, c.text)
+  );
+  if (profile.logFormat === "glog" && pid !== null && lines.length > 0) {
+    const attributed = attributeLines(lines, pid);
+    lines = attributed.lines;
+    if (attributed.diagnostic) diagnostics.push(attributed.diagnostic);
+  }
+  const found = findCause(anchors, lines.map((l) => ({ kind: "log" as const, line: l.text })));
+  diagnostics.push(...found.diagnostics);
+  if (!found.finding) {
+    if (scan.chunks.length > 0) {
+      diagnostics.push(
+        `${scan.chunks.length} log file(s) grew during the turn but no anchor matched: ${
+          scan.chunks.map((c) => c.path).join(", ")
+        }`,
+      );
+    }
+    return { cause: null, diagnostics };
+  }
+  const { hit, anchor, index } = found.finding;
+  const line = lines[index];
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+  return {
+    cause: {
+      error: {
+        code: hit.code ?? codeIn(hit.cause),
+        message: hit.cause,
+        category,
+        anchor: anchor.id,
+        source: { path: line.path, offset: line.offset },
+      },
+      retry,
+    },
+    diagnostics,
+  };
+}
+
+/** A status code written in the cause (`(code 429)`, `HTTP 503`), when there is one. */
+export function codeIn(text: string): number | null {
+  const m = text.match(/\(code (\d{3})\)|\bHTTP[ /](?:\d\.\d )?(\d{3})\b|\bstatus[ =:]+(\d{3})\b/i);
+  return m ? Number(m[1] ?? m[2] ?? m[3]) : null;
+}

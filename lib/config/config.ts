@@ -1,0 +1,260 @@
+/**
+ * Configuration: the embedded anchors.toml extended by one user file, validated with
+ * valibot before any agent starts. Every error names the file, line and key path.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { parse as parseToml, TomlError } from "smol-toml";
+import * as v from "valibot";
+import embeddedToml from "../../anchors.toml" with { type: "text" };
+import compiledDefaults from "./embedded_config.json" with { type: "json" };
+import { compileAnchor, DeclarativeAnchorSchema } from "../cause/anchors.ts";
+import { absoluteDir, homeDir } from "../io/env_dirs.ts";
+import { ConfigError } from "../errors.ts";
+import { errCode } from "../io/logfs.ts";
+import { compileDetector, DeclarativeDetectorSchema } from "../publish/declarative.ts";
+import { type PublishTable, PublishTableSchema } from "../publish/settings.ts";
+import { type TelemetryTable, TelemetryTableSchema } from "../telemetry/settings.ts";
+import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
+
+/** An agent profile as written under `[agent.NAME]`. */
+export const ProfileSchema = v.strictObject({
+  /** Command basenames this profile is chosen for. */
+  match: v.optional(v.array(v.string())),
+  /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
+  logs: v.optional(v.array(v.string())),
+  /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
+  log_format: v.optional(v.picklist(["plain", "glog"])),
+  /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
+  anchors: v.optional(v.array(v.string())),
+  /**
+   * The agent's own per-session record files (docs/EVIDENCE.md): path patterns like
+   * `logs`, with `{session}` (or `{session:N}`, its first N characters) for the session id
+   * the agent gave on the wire; a pattern without it is an error (it would read others').
+   */
+  session_records: v.optional(v.array(v.pipe(
+    v.string(),
+    v.regex(/\{session(?::[1-9][0-9]*)?\}/, "a session_records pattern must name {session}"),
+  ))),
+  /** How long to wait, after the agent answered, for its last session records (ms). */
+  records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
+  /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
+  publish: v.optional(PublishTableSchema),
+});
+
+/** One config file: profiles, declarative anchors and code plugin paths. */
+export const ConfigFileSchema = v.strictObject({
+  plugins: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+  /** Time each code plugin file may take to decide one turn, in milliseconds. */
+  plugin_budget_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** `false`: `run` and `proxy` journal nothing (like `--no-journal`). */
+  journal: v.optional(v.boolean()),
+  agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema)),
+  anchor: v.optional(v.array(DeclarativeAnchorSchema)),
+  detector: v.optional(v.array(DeclarativeDetectorSchema)),
+  /** OTLP export of every turn's Outcome (docs/TELEMETRY.md). */
+  telemetry: v.optional(TelemetryTableSchema),
+});
+export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
+
+/** A resolved agent profile. */
+export interface Profile {
+  name: string;
+  match: string[];
+  logs: string[];
+  logFormat: "plain" | "glog";
+  anchors: string[] | null;
+  /** `session_records` patterns (absent: none). */
+  sessionRecords?: string[];
+  /** `records_settle_ms` (absent: DEFAULT_SETTLE_MS of lib/cause/session_records.ts). */
+  recordsSettleMs?: number;
+  /** The `publish` table, when the profile has one. */
+  publish?: PublishTable;
+}
+
+/** A config file after parsing, with where it came from. */
+export interface ParsedConfigFile {
+  path: string;
+  source: string;
+  data: ConfigFile;
+  /** Lines of keys located ahead of time (`anchor[2]`); others are found in `source`. */
+  keyLines?: Readonly<Record<string, number | null>>;
+}
+
+/** The path shown for the embedded defaults. */
+export const EMBEDDED_PATH = "<embedded anchors.toml>";
+
+/** Parses and validates one config file's text; throws ConfigError naming file/line/key. */
+export function parseConfigText(path: string, source: string): ParsedConfigFile {
+  let raw: unknown;
+  try {
+    raw = parseToml(source);
+  } catch (err) {
+    if (err instanceof TomlError) {
+      throw new ConfigError(path, err.line, null, err.message.split("\n")[0]);
+    }
+    throw new ConfigError(path, null, null, String(err));
+  }
+  const result = v.safeParse(ConfigFileSchema, raw);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const keyPath: KeyStep[] = (issue.path ?? []).map((p) => p.key as KeyStep);
+    let detail = issue.message;
+    if (issue.kind === "schema" && issue.type === "strict_object") {
+      const key = String(keyPath.at(-1));
+      detail = `unknown key \`${key}\``;
+    }
+    throw new ConfigError(path, locateKey(source, keyPath), formatKeyPath(keyPath), detail);
+  }
+  return { path, source, data: result.output };
+}
+
+/** Reads and validates a config file from disk. */
+export function readConfigFile(path: string): ParsedConfigFile {
+  let source: string;
+  try {
+    source = readFileSync(path, "utf8");
+  } catch (err) {
+    const code = errCode(err);
+    throw new ConfigError(path, null, null, `cannot read config file (${code})`);
+  }
+  return parseConfigText(path, source);
+}
+
+/**
+ * The embedded defaults, validated like any user file, but at build time: lib/config/embedded_config.ts
+ * compiles anchors.toml into lib/config/embedded_config.json, and a test keeps the two in step.
+ */
+export function embeddedConfig(): ParsedConfigFile {
+  return {
+    path: EMBEDDED_PATH,
+    source: embeddedToml,
+    // The output of parseConfigText for anchors.toml, as JSON (tests/embedded_config.test.ts).
+    data: compiledDefaults.data as ConfigFile,
+    keyLines: compiledDefaults.keyLines,
+  };
+}
+
+/** The line of `path` in a config file: located ahead of time, else found in its source. */
+function keyLine(file: ParsedConfigFile, path: readonly KeyStep[]): number | null {
+  const known = file.keyLines?.[formatKeyPath(path)];
+  return known !== undefined ? known : locateKey(file.source, path);
+}
+
+/**
+ * Which user config file applies: `--config`, else `$TURNGUARD_CONFIG`, else
+ * `$XDG_CONFIG_HOME/turnguard/turnguard.toml` (`$HOME/.config` by default; `anchors.toml` is
+ * accepted as an alias) when it exists; a relative `XDG_CONFIG_HOME` or `HOME` is ignored.
+ * An explicitly named file that does not exist is an error.
+ */
+export function userConfigPath(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  cwd: string,
+): string | null {
+  if (flag !== undefined) return resolve(cwd, flag);
+  if (env.TURNGUARD_CONFIG) return resolve(cwd, env.TURNGUARD_CONFIG);
+  // A relative XDG_CONFIG_HOME or HOME would load a config (and the plugins it names) from
+  // the working directory: only absolute ones count (lib/io/env_dirs.ts).
+  const home = homeDir(env, () => null);
+  const xdg = absoluteDir(env, "XDG_CONFIG_HOME") ?? (home ? join(home, ".config") : null);
+  if (!xdg) return null;
+  // turnguard.toml is the documented name; anchors.toml, its earlier name, is an alias.
+  // When both exist, turnguard.toml wins and anchors.toml is not read.
+  return USER_CONFIG_NAMES.map((name) => join(xdg, "turnguard", name)).find(existsSync) ?? null;
+}
+
+/** The user config's file names in `$XDG_CONFIG_HOME/turnguard/`, the first found wins. */
+export const USER_CONFIG_NAMES = ["turnguard.toml", "anchors.toml"] as const;
+
+/** A code plugin named by a config file, resolved against that file's directory. */
+export interface PluginRef {
+  path: string;
+  /** The config file (and line) that named it. */
+  from: string;
+  line: number | null;
+}
+
+/** Declarative anchors compiled, profiles merged, plugin paths resolved: the whole config. */
+export interface MergedConfig {
+  files: string[];
+  profiles: Map<string, Profile>;
+  declarativeAnchors: ReturnType<typeof compileAnchor>[];
+  declarativeDetectors: ReturnType<typeof compileDetector>[];
+  plugins: PluginRef[];
+  /** `plugin_budget_ms` of the last file that sets it; null: the default. */
+  pluginBudgetMs: number | null;
+  /** `[telemetry]`: a later file's keys replace an earlier one's; null: no file has one. */
+  telemetry: TelemetryTable | null;
+  /** `journal` of the last file that sets it: false turns the journal off. */
+  journal: boolean;
+}
+
+/**
+ * Merges config files in order (embedded first): a later profile's fields replace the
+ * earlier one's, a later anchor with the same id replaces it, plugin lists add up.
+ */
+export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
+  const profiles = new Map<string, Profile>();
+  const anchors = new Map<string, ReturnType<typeof compileAnchor>>();
+  const plugins: PluginRef[] = [];
+  const detectors = new Map<string, ReturnType<typeof compileDetector>>();
+  let pluginBudgetMs: number | null = null;
+  let telemetry: TelemetryTable | null = null;
+  let journal = true;
+  for (const file of files) {
+    pluginBudgetMs = file.data.plugin_budget_ms ?? pluginBudgetMs;
+    if (file.data.telemetry) telemetry = { ...telemetry ?? {}, ...file.data.telemetry };
+    journal = file.data.journal ?? journal;
+    for (const [name, p] of Object.entries(file.data.agent ?? {})) {
+      const prev = profiles.get(name);
+      profiles.set(name, {
+        name,
+        match: p.match ?? prev?.match ?? [name],
+        logs: p.logs ?? prev?.logs ?? [],
+        logFormat: p.log_format ?? prev?.logFormat ?? "plain",
+        anchors: p.anchors ?? prev?.anchors ?? null,
+        sessionRecords: p.session_records ?? prev?.sessionRecords,
+        recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
+        publish: p.publish ?? prev?.publish,
+      });
+    }
+    (file.data.anchor ?? []).forEach((decl, i) => {
+      const line = keyLine(file, ["anchor", i]);
+      anchors.delete(decl.id);
+      anchors.set(decl.id, compileAnchor(decl, `${file.path}${line ? `:${line}` : ""}`));
+    });
+    (file.data.detector ?? []).forEach((decl, i) => {
+      const line = keyLine(file, ["detector", i]);
+      detectors.delete(decl.id);
+      detectors.set(decl.id, compileDetector(decl, `${file.path}${line ? `:${line}` : ""}`));
+    });
+    (file.data.plugins ?? []).forEach((p, i) => {
+      // Built-in code is compiled in; the embedded file naming a path would load code
+      // from wherever turnguard happens to run.
+      if (file.path === EMBEDDED_PATH) {
+        throw new ConfigError(
+          file.path,
+          locateKey(file.source, ["plugins", i]),
+          `plugins[${i}]`,
+          "the embedded defaults may not name code plugins",
+        );
+      }
+      plugins.push({
+        path: isAbsolute(p) ? p : resolve(dirname(file.path), p),
+        from: file.path,
+        line: locateKey(file.source, ["plugins", i]),
+      });
+    });
+  }
+  return {
+    files: files.map((f) => f.path),
+    profiles,
+    declarativeAnchors: [...anchors.values()],
+    declarativeDetectors: [...detectors.values()],
+    plugins,
+    pluginBudgetMs,
+    telemetry,
+    journal,
+  };
+}

@@ -1,0 +1,128 @@
+// The code that runs inside a plugin worker thread (see lib/plugin/host.ts). It is plain
+// JavaScript, embedded as text and started with node:worker_threads' `eval`, so it works the
+// same under Bun, Deno and the compiled binary, and it imports nothing of turnguard.
+//
+// Protocol, main thread -> worker (postMessage):
+//   {op: "load", url, sab}   import the plugin module; answer {op: "loaded", shape} or
+//                            {op: "failed", message} by postMessage, and set READY to 1 or
+//                            2 (after writing {threw: message} in the shared buffer, for a
+//                            main thread that waits on READY instead of on messages)
+//   {op: "call", path, arg}  call the function at `path` in the default export with `arg`;
+//                            answer in the shared buffer: the JSON of {ok: value} or
+//                            {threw: message}, its length in LENGTH, then REPLY = 1 + notify.
+// The main thread blocks on REPLY with a time budget and terminates the worker when the
+// budget runs out, so a plugin that loops never holds a turn's outcome; it then starts a
+// replacement at once and, before its next call, blocks on READY (not charged to a budget).
+"use strict";
+const { parentPort } = require("node:worker_threads");
+
+const REPLY = 0;
+const LENGTH = 1;
+const READY = 2;
+const HEADER_BYTES = 16;
+const FUNCTION_MARK = "$turnguard:function";
+const MAX_DEPTH = 12;
+
+let exported;
+let ctrl;
+let data;
+let ready = Promise.resolve();
+const encoder = new TextEncoder();
+
+function errorText(err) {
+  if (err instanceof Error) return err.message || err.name;
+  try {
+    return String(err);
+  } catch {
+    return "a value that cannot be shown";
+  }
+}
+
+// A structured-clone-safe picture of the export: functions become a mark, so the main thread
+// can validate the module's shape without running any of its code.
+function describe(value, depth, seen) {
+  if (typeof value === "function") return { [FUNCTION_MARK]: true };
+  if (value === null || typeof value !== "object") {
+    return typeof value === "symbol" || typeof value === "bigint" ? String(value) : value;
+  }
+  if (depth > MAX_DEPTH || seen.has(value)) return "[too deep or circular]";
+  seen.add(value);
+  if (value instanceof RegExp) return `[RegExp ${value.source}]`;
+  if (Array.isArray(value)) return value.map((item) => describe(item, depth + 1, seen));
+  const out = {};
+  for (const key of Object.keys(value)) out[key] = describe(value[key], depth + 1, seen);
+  return out;
+}
+
+// Writes a result's JSON into the shared buffer and its length into LENGTH.
+function write(result) {
+  let json;
+  try {
+    json = JSON.stringify(result === undefined ? { ok: null } : result);
+  } catch (err) {
+    json = JSON.stringify({ threw: `returned a value that is not JSON: ${errorText(err)}` });
+  }
+  let bytes = encoder.encode(json);
+  if (bytes.length > data.length) {
+    bytes = encoder.encode(JSON.stringify({
+      threw: `returned ${bytes.length} bytes, more than the ${data.length} a result may have`,
+    }));
+  }
+  data.set(bytes);
+  Atomics.store(ctrl, LENGTH, bytes.length);
+}
+
+function reply(result) {
+  write(result);
+  Atomics.store(ctrl, REPLY, 1);
+  Atomics.notify(ctrl, REPLY);
+}
+
+function call(path, arg) {
+  let owner = exported;
+  for (const key of path.slice(0, -1)) owner = owner == null ? undefined : owner[key];
+  const fn = owner == null ? undefined : owner[path[path.length - 1]];
+  if (typeof fn !== "function") return { threw: `${path.join(".")} is not a function` };
+  try {
+    const value = fn.call(owner, arg);
+    if (value !== null && typeof value === "object" && typeof value.then === "function") {
+      return { threw: "returned a Promise; plugin functions must answer synchronously" };
+    }
+    return { ok: value === undefined ? null : value };
+  } catch (err) {
+    return { threw: errorText(err) };
+  }
+}
+
+parentPort.on("message", async (message) => {
+  if (message.op === "load") {
+    ctrl = new Int32Array(message.sab, 0, HEADER_BYTES / 4);
+    data = new Uint8Array(message.sab, HEADER_BYTES);
+    let loaded;
+    ready = new Promise((resolve) => (loaded = resolve));
+    try {
+      const mod = await import(message.url);
+      exported = mod.default;
+      parentPort.postMessage({
+        op: "loaded",
+        shape: exported === undefined ? undefined : describe(exported, 0, new Set()),
+      });
+      Atomics.store(ctrl, READY, 1);
+    } catch (err) {
+      parentPort.postMessage({ op: "failed", message: errorText(err) });
+      write({ threw: errorText(err) });
+      Atomics.store(ctrl, READY, 2);
+    }
+    Atomics.notify(ctrl, READY);
+    loaded();
+    return;
+  }
+  if (message.op === "call") {
+    await ready;
+    reply(
+      exported === undefined
+        ? { threw: "the plugin did not load" }
+        : call(message.path, message.arg),
+    );
+  }
+});

@@ -1,0 +1,366 @@
+/**
+ * The proxy's byte plumbing: the agent process and the client's streams as the proxy's
+ * pump reads and writes them. Under Bun the agent runs through `Bun.spawn` and the
+ * client's side is read from `Bun.stdin.stream()` and written to turnguard's stdout
+ * descriptor (lib/io/stdio.ts): node:child_process and Node streams cost the proxy a fifth of
+ * its time per byte. Elsewhere (Deno from source), and for callers with streams of their
+ * own, the portable Node path is used. Both keep the same guarantees: every byte in order,
+ * backpressure (a source is paused while its sink is full), the agent in a process group
+ * of its own, and once the agent exited its output read to the end unless a grandchild
+ * holds the pipes open with nothing moving.
+ */
+import { spawn } from "node:child_process";
+import type { Readable } from "node:stream";
+import { bun, type BunSubprocess } from "../io/bun_api.ts";
+import { IDLE_RECHECK_MS, STREAM_GRACE_MS, waitForExit } from "../run/run.ts";
+import { killGroup, type Signallable } from "../agent/signals.ts";
+import type { StdStream } from "../io/stdio.ts";
+
+/** A stream of bytes the proxy reads, paused while what it feeds is full. */
+export interface ByteSource {
+  /** Starts reading: chunks go to `onData`; `onEnd` once when the stream ends or fails. */
+  start(onData: (chunk: Uint8Array) => void, onEnd?: () => void): void;
+  pause(): void;
+  resume(): void;
+  /** Stops reading for good. */
+  stop(): void;
+}
+
+/**
+ * Where one direction's bytes go (the proxy's LineOutput writes to it). A Node Writable is
+ * one: `write` says false while the sink is full, `drain` when it took everything, `error`
+ * when its reader is gone.
+ */
+export interface ByteSink {
+  write(bytes: Uint8Array): boolean;
+  end(): void;
+  on(event: "drain" | "error", listener: () => void): unknown;
+}
+
+/** How the agent ended. */
+export interface AgentExit {
+  code: number | null;
+  signal: string | null;
+}
+
+/** The agent as the proxy drives it. */
+export interface AgentProcess extends Signallable {
+  readonly stdin: ByteSink;
+  readonly stdout: ByteSource;
+  readonly stderr: ByteSource;
+  /** Resolves once it exited and its output was read to the end (see the module doc). */
+  exited(): Promise<AgentExit>;
+}
+
+/** The launch as the proxy gives it. */
+export interface AgentCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+/**
+ * Starts the agent in a process group of its own; resolves once it runs, or with the
+ * error that kept it from starting. Bun-native under Bun, else node:child_process.
+ */
+export async function startAgent(launch: AgentCommand): Promise<AgentProcess | Error> {
+  return bun ? startBunAgent(launch) : await startNodeAgent(launch);
+}
+
+// ---------------------------------------------------------------- the portable path
+
+/**
+ * The client's input as a ByteSource: a Node Readable is wrapped. Told apart by shape, not
+ * by a `start` key, which an fs.ReadStream (stdin redirected from a file) has as a number.
+ */
+export function byteSource(input: Readable | ByteSource): ByteSource {
+  return isNodeReadable(input) ? nodeSource(input) : input;
+}
+
+function isNodeReadable(input: Readable | ByteSource): input is Readable {
+  return typeof (input as Readable).pipe === "function";
+}
+
+/** A Node Readable as a ByteSource. */
+export function nodeSource(stream: Readable): ByteSource {
+  let listeners: [(chunk: Uint8Array) => void, () => void] | null = null;
+  return {
+    start(onData, onEnd = () => {}) {
+      listeners = [onData, onEnd];
+      stream.on("data", onData);
+      stream.once("end", onEnd);
+      stream.on("error", onEnd);
+    },
+    pause: () => void stream.pause(),
+    resume: () => void stream.resume(),
+    stop() {
+      if (listeners) {
+        stream.off("data", listeners[0]);
+        stream.off("end", listeners[1]);
+      }
+      stream.pause();
+    },
+  };
+}
+
+async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Error> {
+  let child;
+  try {
+    child = spawn(launch.command, launch.args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: launch.env as NodeJS.ProcessEnv,
+      cwd: launch.cwd,
+      detached: true,
+    });
+  } catch (err) {
+    return err as Error;
+  }
+  const started = await new Promise<Error | null>((resolve) => {
+    child.once("spawn", () => resolve(null));
+    child.once("error", (err) => resolve(child.pid === undefined ? err : null));
+  });
+  if (started) return started;
+  const exited = waitForExit(child);
+  child.stdin!.on("error", () => {}); // the agent closed its stdin or died
+  return {
+    get pid() {
+      return child.pid;
+    },
+    get exitCode() {
+      return child.exitCode;
+    },
+    get signalCode() {
+      return child.signalCode;
+    },
+    kill: (signal) => child.kill(signal),
+    stdin: child.stdin!,
+    stdout: nodeSource(child.stdout!),
+    stderr: nodeSource(child.stderr!),
+    exited: async () => {
+      const { code, signal } = await exited;
+      return { code, signal };
+    },
+  };
+}
+
+// ---------------------------------------------------------------- the Bun-native path
+
+/** A ReadableStream read in a loop, paused by holding the next read back. */
+class StreamSource implements ByteSource {
+  #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  #gate: Promise<void> | null = null;
+  #open: (() => void) | null = null;
+  #stopped = false;
+  /** When the last chunk came. */
+  movedAt = Date.now();
+  /** Resolves once the stream ended (or was stopped). */
+  done: Promise<void> = Promise.resolve();
+
+  constructor(readonly stream: () => ReadableStream<Uint8Array>) {}
+
+  /** Whether the next read is held back (its reader is slow). */
+  get paused(): boolean {
+    return this.#gate !== null;
+  }
+
+  start(onData: (chunk: Uint8Array) => void, onEnd: () => void = () => {}): void {
+    const reader = this.#reader = this.stream().getReader();
+    this.done = (async () => {
+      try {
+        while (!this.#stopped) {
+          if (this.#gate) await this.#gate;
+          if (this.#stopped) break;
+          const { value, done } = await reader.read();
+          if (done) break;
+          this.movedAt = Date.now();
+          onData(value);
+        }
+      } catch {
+        // The pipe failed or was cancelled (stop): what was read has been handed on.
+      }
+      onEnd();
+    })();
+  }
+
+  pause(): void {
+    if (this.#gate === null) this.#gate = new Promise((open) => (this.#open = open));
+  }
+
+  resume(): void {
+    const open = this.#open;
+    this.#gate = this.#open = null;
+    open?.();
+  }
+
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.resume();
+    void this.#reader?.cancel().catch(() => {});
+  }
+}
+
+/** turnguard's stdin, Bun-native. */
+export function bunStdin(): ByteSource {
+  return new StreamSource(() => bun!.stdin.stream());
+}
+
+/** Bytes queued on a StdStream above which its ByteSink says it is full. */
+const SINK_FULL_BYTES = 1024 * 1024;
+
+/**
+ * turnguard's stdout (or stderr) as a ByteSink: writes go to the descriptor in order
+ * through the StdStream's queue (so `stdioIdle` waits for them too).
+ */
+export function stdSink(std: StdStream): ByteSink {
+  return new StdSink(std);
+}
+
+/** Listeners of `drain` and `error`, as a Node Writable calls them. */
+class SinkEvents {
+  #drain: (() => void)[] = [];
+  #error: (() => void)[] = [];
+  on(event: "drain" | "error", listener: () => void): this {
+    (event === "drain" ? this.#drain : this.#error).push(listener);
+    return this;
+  }
+  protected emit(event: "drain" | "error"): void {
+    for (const listener of event === "drain" ? this.#drain : this.#error) listener();
+  }
+}
+
+class StdSink extends SinkEvents implements ByteSink {
+  #queued = 0;
+  #full = false;
+  #failed = false;
+  constructor(readonly std: StdStream) {
+    super();
+  }
+  write(bytes: Uint8Array): boolean {
+    if (this.#failed) return true;
+    this.#queued += bytes.length;
+    void this.std.write(bytes).then(() => {
+      this.#queued -= bytes.length;
+      if (this.std.broken) {
+        if (!this.#failed) this.#failed = true, this.emit("error");
+      } else if (this.#full && this.#queued === 0) {
+        this.#full = false;
+        this.emit("drain");
+      }
+    });
+    if (this.#queued > SINK_FULL_BYTES) this.#full = true;
+    return !this.#full;
+  }
+  end(): void {}
+}
+
+/**
+ * A Bun FileSink (the agent's stdin) as a ByteSink: each write is flushed at once; a
+ * flush the pipe does not take whole is waited on (the sink is full until it settles).
+ */
+class FileSinkWriter extends SinkEvents implements ByteSink {
+  #pending = 0;
+  #failed = false;
+  constructor(readonly sink: BunSubprocess["stdin"]) {
+    super();
+  }
+  write(bytes: Uint8Array): boolean {
+    if (this.#failed) return true;
+    let flushed;
+    try {
+      this.sink.write(bytes);
+      flushed = this.sink.flush();
+    } catch {
+      this.#fail();
+      return true;
+    }
+    if (typeof flushed === "number") return this.#pending === 0;
+    this.#pending++;
+    flushed.then(() => {
+      if (--this.#pending === 0 && !this.#failed) this.emit("drain");
+    }, () => this.#fail());
+    return false;
+  }
+  end(): void {
+    if (this.#failed) return;
+    try {
+      const ended = this.sink.end();
+      if (typeof ended !== "number") ended.catch(() => {});
+    } catch { /* the agent is gone */ }
+  }
+  #fail(): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.emit("error");
+  }
+}
+
+function startBunAgent(launch: AgentCommand): AgentProcess | Error {
+  let child: BunSubprocess;
+  try {
+    child = bun!.spawn([launch.command, ...launch.args], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: launch.env,
+      cwd: launch.cwd,
+      detached: true,
+    });
+  } catch (err) {
+    return err as Error;
+  }
+  const stdout = new StreamSource(() => child.stdout);
+  const stderr = new StreamSource(() => child.stderr);
+  return {
+    pid: child.pid,
+    get exitCode() {
+      return child.signalCode ? null : child.exitCode;
+    },
+    get signalCode() {
+      return child.signalCode;
+    },
+    kill: (signal) => child.kill(signal),
+    stdin: new FileSinkWriter(child.stdin),
+    stdout,
+    stderr,
+    exited: async () => {
+      await child.exited;
+      await drained(child, [stdout, stderr]);
+      return { code: child.signalCode ? null : child.exitCode, signal: child.signalCode };
+    },
+  };
+}
+
+/**
+ * After the agent exited: waits for its output to end. Held open by a grandchild and idle
+ * for STREAM_GRACE_MS while no read is held back by a slow reader, the agent's group is
+ * stopped; still open a grace later, the streams are closed (as the portable path does).
+ */
+async function drained(child: Signallable, sources: StreamSource[]): Promise<void> {
+  const ended = Promise.all(sources.map((s) => s.done)).then(() => "ended" as const);
+  let stopped = false;
+  for (;;) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const quiet = () => Math.min(...sources.map((s) => Date.now() - s.movedAt));
+    const idle = new Promise<"idle">((resolve) => {
+      timer = setTimeout(() => resolve("idle"), Math.max(1, STREAM_GRACE_MS - quiet()));
+    });
+    const which = await Promise.race([ended, idle]);
+    clearTimeout(timer);
+    if (which === "ended") return;
+    if (sources.some((s) => s.paused) || quiet() < STREAM_GRACE_MS) continue;
+    // A starved process runs its due timers before it reads what waits in the pipes.
+    await new Promise((resolve) => setTimeout(resolve, IDLE_RECHECK_MS));
+    if (sources.some((s) => s.paused) || quiet() < STREAM_GRACE_MS) continue;
+    if (!stopped) {
+      stopped = true;
+      killGroup(child, "SIGTERM");
+      for (const s of sources) s.movedAt = Date.now();
+      continue;
+    }
+    for (const s of sources) s.stop();
+    await ended;
+    return;
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * The end of a proxied turn: from the turn's state and how it ended (the agent's result or
+ * error, turnguard's silence timeout, or the agent's death) to the turn's Outcome and the
+ * response the client gets instead of the agent's, if any. The log scan is passed in as a
+ * function, called only when the decision needs it.
+ */
+import { findCause } from "../cause/anchors.ts";
+import { classify, isRetryable, retryReason, timeoutCause } from "../cause/classify.ts";
+import { type Cause, decide, type Decision, givenUp } from "../core/decide.ts";
+import { buildOutcome } from "../core/build_outcome.ts";
+import type { LogCauseResult } from "../cause/log_cause.ts";
+import type { Outcome } from "../core/outcome.ts";
+import type { LoadedAnchor } from "../plugin/api.ts";
+import { signalExitCode } from "../agent/signals.ts";
+import { formatDuration, utf8Length } from "../text/text.ts";
+import { errorCause, type ErrorStop, errorStopReason } from "../cause/error_cause.ts";
+import { type JsonObject, stringField } from "../acp/jsonrpc.ts";
+import { annotateError, errorResponse, incompleteResponse, turnguardData } from "./rewrite.ts";
+import type { LoadedRecordReader } from "../plugin/api.ts";
+import type { RecordsRead } from "../cause/session_records.ts";
+import { type BeyondWire, gatherBeyondWire } from "./beyond_wire.ts";
+import { FAILURE_TEXT_MAX_BYTES } from "./reply_text.ts";
+import { streamed, type Turn, turnText, wholeText } from "./turns.ts";
+
+/** How a turn ended. */
+export type TurnEnd =
+  | { kind: "result"; result: unknown; response: JsonObject }
+  | { kind: "error"; error: JsonObject; response: JsonObject }
+  | { kind: "timeout"; silentMs: number }
+  | {
+    kind: "exit";
+    code: number | null;
+    signal: string | null;
+    stderrTail: string;
+    /** The client had closed its input before the agent died. */
+    clientGone?: boolean;
+  };
+
+/** Everything the conclusion needs besides the turn. */
+export interface ConcludeInput {
+  turn: Turn;
+  end: TurnEnd;
+  agent: string;
+  /** The profile's anchors. */
+  anchors: readonly LoadedAnchor[];
+  endedAt: number;
+  /** Scans the turn's log bytes (snapshot → now); called only when needed. */
+  scanLogs: () => LogCauseResult;
+  /** `--rewrite-errors`: HTTP-status codes become -32603, messages the readable cause. */
+  rewriteErrors: boolean;
+  /** The turn's session records, read after the settle window (absent: none named). */
+  records?: RecordsRead | null;
+  /** The profile's session record readers. */
+  readers?: readonly LoadedRecordReader[];
+  /** `--strict-turns`: an incomplete answer the agent ended as whole becomes an error. */
+  strictTurns?: boolean;
+}
+
+/** The turn's Outcome and, when turnguard answers instead of the agent, the response. */
+export interface Conclusion {
+  outcome: Outcome;
+  decision: Decision;
+  /** The response to send the client instead of the agent's; null: forward the agent's. */
+  response: JsonObject | null;
+}
+
+/** The message of an agent that died: `agent exited with status N: <stderr tail>`. */
+export function exitMessage(code: number | null, signal: string | null, tail: string): string {
+  const status = signal !== null
+    ? `agent exited with status ${signalExitCode(signal)} (killed by ${signal})`
+    : `agent exited with status ${code ?? "unknown"}`;
+  return tail.trim() ? `${status}: ${tail.trim()}` : status;
+}
+
+/** The cause of a turn cut short for silence. */
+export function silenceCause(silentMs: number): Cause {
+  return timeoutCause(
+    `turn timed out: the agent streamed nothing for ${formatDuration(silentMs)}`,
+  );
+}
+
+/** Decides the turn and builds its Outcome and replacement response. */
+export function concludeTurn(input: ConcludeInput): Conclusion {
+  const { turn, end, anchors, endedAt } = input;
+  const diagnostics: string[] = [];
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const stopReason = end.kind === "result" ? stringField(end.result, "stopReason") : null;
+  const output = streamed(turn);
+
+  let agentError: Cause | null = null;
+  let errorStop: ErrorStop | null = null;
+  if (end.kind === "error") {
+    const found = errorCause(end.error, anchors, endedAt);
+    diagnostics.push(...found.diagnostics);
+    agentError = found.cause;
+    errorStop = errorStopReason(end.error);
+    if (errorStop !== null) {
+      diagnostics.push(
+        `the agent reported the stop reason ${errorStop} as an error: ${found.cause.error.message}`,
+      );
+    }
+  } else if (end.kind === "exit") {
+    const message = exitMessage(end.code, end.signal, end.stderrTail);
+    const { category, retry } = classify(end.stderrTail, undefined, textAnchors, endedAt);
+    agentError = {
+      error: { code: end.code, message, category, anchor: null, source: null },
+      retry,
+    };
+  }
+  const timeout = end.kind === "timeout" ? silenceCause(end.silentMs) : null;
+  const exit = end.kind === "exit" ? { code: end.code, signal: end.signal } : null;
+  const clientGone = end.kind === "exit" && end.clientGone === true;
+
+  const needsLog = timeout === null && !givenUp({ cancelled: turn.cancelled, clientGone, exit }) &&
+    (agentError ? agentError.error.category === "unknown" : output === 0);
+  let logCause: Cause | null = null;
+  if (needsLog) {
+    const scanned = input.scanLogs();
+    diagnostics.push(...scanned.diagnostics);
+    logCause = scanned.cause;
+  }
+  if (agentError && end.kind === "exit" && agentError.error.category === "unknown" && !logCause) {
+    const { afterMs } = agentError.retry;
+    agentError = {
+      error: { ...agentError.error, category: "crash" },
+      retry: {
+        ...agentError.retry,
+        retryable: isRetryable("crash", afterMs),
+        reason: retryReason("crash", afterMs),
+      },
+    };
+  }
+
+  // Evidence beyond the wire, for a turn the agent ended as whole (docs/EVIDENCE.md).
+  const beyond: BeyondWire | null = end.kind === "result" && stopReason === "end_turn" &&
+      !turn.cancelled
+    ? gatherBeyondWire({
+      turn,
+      result: end.result,
+      stopReason,
+      records: input.records ?? null,
+      readers: input.readers ?? [],
+      textAnchors,
+      now: endedAt,
+    }, diagnostics)
+    : null;
+
+  const textCause = readTextCause(turn, textAnchors, endedAt, diagnostics);
+  const decision = decide({
+    cancelled: turn.cancelled,
+    clientGone,
+    exit,
+    stopReason,
+    agentError,
+    errorStop,
+    output,
+    logCause,
+    timeout,
+    textCause: textCause?.cause ?? null,
+    cut: beyond?.cut ?? null,
+    recordedStop: beyond?.recordedStop ?? null,
+    replyChars: turn.chars,
+  });
+  if (textCause && decision.status === "ok") {
+    diagnostics.push(
+      `the agent's reply reads as a ${textCause.cause.error.category} failure (anchor ${textCause.anchor}); the turn ended normally, so it stays ok`,
+    );
+  }
+
+  if (turn.uninspected > 0) {
+    diagnostics.push(
+      `${turn.uninspected} agent line(s) longer than the inspection limit passed through unread; reply.chars does not count their text`,
+    );
+  }
+  const outcome = buildOutcome({
+    mode: "proxy",
+    agent: input.agent,
+    session: turn.sessionId,
+    turn: turn.turn,
+    startedAt: turn.startedAt,
+    endedAt,
+    stopReason,
+    exit,
+    reply: beyond?.finalText != null
+      ? { chars: beyond.finalText.length, text: beyond.finalText }
+      : turn.keepText === "reply"
+      ? { chars: turn.chars, text: turnText(turn) }
+      : { chars: turn.chars },
+    publish: null,
+    diagnostics,
+  }, decision);
+  return { outcome, decision, response: replacement(input, outcome, decision) };
+}
+
+/**
+ * The failure a turn's short streamed text reads as, when the profile's text anchors give it
+ * a category: agents stream the cause as a notice before answering with a bare error
+ * ("Authentication required"). Text cut short (or never kept) is a longer reply than a
+ * notice, and is not read.
+ */
+function readTextCause(
+  turn: Turn,
+  textAnchors: readonly LoadedAnchor[],
+  now: number,
+  diagnostics: string[],
+): { cause: Cause; anchor: string } | null {
+  if (turn.chars === 0 || textAnchors.length === 0) return null;
+  const text = turnText(turn);
+  if (!wholeText(turn, text) || utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return null;
+  const found = findCause(textAnchors, [{ kind: "text", text }]);
+  diagnostics.push(...found.diagnostics);
+  const hit = found.finding?.hit;
+  if (!hit?.category) return null;
+  const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+  const anchor = found.finding!.anchor.id;
+  return {
+    cause: {
+      error: { code: hit.code ?? null, message: hit.cause, category, anchor, source: null },
+      retry,
+    },
+    anchor,
+  };
+}
+
+function replacement(
+  input: ConcludeInput,
+  outcome: Outcome,
+  decision: Decision,
+): JsonObject | null {
+  const { end, turn } = input;
+  const data = turnguardData(outcome);
+  switch (end.kind) {
+    case "result":
+      if (decision.status === "failed" && decision.swallowed && decision.error) {
+        return errorResponse(turn.requestId, decision.error.message, data);
+      }
+      // A reply cut short (or refused) while the agent said end_turn: only with
+      // --strict-turns does the client get an error; otherwise the Outcome says it.
+      if (input.strictTurns && decision.swallowed) {
+        return incompleteResponse(turn.requestId, outcome, turnText(turn));
+      }
+      return null;
+    case "error":
+      return annotateError(end.response, data, input.rewriteErrors);
+    case "timeout":
+      return errorResponse(turn.requestId, silenceCause(end.silentMs).error.message, data);
+    case "exit":
+      return errorResponse(
+        turn.requestId,
+        exitMessage(end.code, end.signal, end.stderrTail),
+        data,
+      );
+  }
+}

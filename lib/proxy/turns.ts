@@ -1,0 +1,394 @@
+/**
+ * Turn state: what the proxy knows of each running `session/prompt` turn, per session.
+ * Several sessions may run turns at once over one agent; each turn's state is its own.
+ * `session/update` notifications are folded in by the pure `observeUpdate`.
+ */
+import { Buffer } from "node:buffer";
+import type { ToolCallState } from "../plugin/api.ts";
+import type { Snapshot } from "../cause/snapshot.ts";
+import { applyToolCallUpdate } from "../publish/tool_calls.ts";
+import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "../acp/jsonrpc.ts";
+import { bytesAt, peekChunkText, spanHead, spanText, type UpdatePeek } from "../acp/peek.ts";
+import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
+import { type LastMessage, RESTART_GAP_MS } from "../cause/contradictions.ts";
+import type { RecordsSnapshot } from "../cause/session_records.ts";
+
+/** Most restart breaks a turn keeps (the first ones; a reply rarely restarts more). */
+export const MAX_TEXT_BREAKS = 32;
+
+/** Update kinds that show the agent is producing something (besides message text). */
+export const ACTIVITY_KINDS: ReadonlySet<string> = new Set([
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+]);
+
+/** One running turn. */
+export interface Turn {
+  readonly sessionId: string;
+  /** Per-session turn counter, from 1. */
+  readonly turn: number;
+  /** The client's `session/prompt` request id. */
+  readonly requestId: JsonRpcId;
+  /** The request id as the client wrote it (for responses turnguard builds). */
+  readonly requestIdLexeme: string;
+  /** The prompt request's bytes as the client sent them (a retry resends these). */
+  readonly promptLine: Uint8Array;
+  /** The prompt request's `params._meta`, if any. */
+  readonly promptMeta: unknown;
+  readonly startedAt: number;
+  /** The profile's logs as they were when the turn started. */
+  readonly snapshot: Snapshot;
+  /** The session's record files as they were when the turn started (null: none named). */
+  readonly records: RecordsSnapshot | null;
+  /** Whether tool calls are merged (someone reads `toolCalls`); else only counted. */
+  readonly trackToolCalls: boolean;
+  /** How much message text is kept (`reply`: the Outcome carries it as `reply.text`). */
+  readonly keepText: TextKeeping;
+  /** Characters of `agent_message_chunk` text streamed. */
+  chars: number;
+  /** Other output updates streamed (thoughts, tool calls, plans, non-text chunks). */
+  activity: number;
+  /** Message text kept (bounded: see `turnText`). */
+  reply: ReplyText;
+  /** Agent lines longer than the inspection limit passed during the turn (not read). */
+  uninspected: number;
+  /** Requests the agent sent the client during the turn (permission prompts, ...). */
+  requests: number;
+  /**
+   * Tool calls merged by `toolCallId`, in order of first appearance. Tool call lines seen
+   * by a peek are kept as bytes and merged when this is first read (or when they pile up).
+   */
+  readonly toolCalls: Map<string, ToolCallState>;
+  /** Tool call lines not merged yet, and their size. */
+  pendingToolLines: Uint8Array[];
+  pendingToolBytes: number;
+  /** The client sent `session/cancel` for this session (or turnguard forwarded a signal). */
+  cancelled: boolean;
+  /** When the agent last showed life in this session (ms). */
+  lastActivityAt: number;
+  /**
+   * Character offsets where message text resumed after a silence of RESTART_GAP_MS with
+   * no other output between (where a retry may have re-streamed the answer).
+   */
+  textBreaks: number[];
+  /** When message text last came; null: none yet, or other output came since. */
+  lastTextAt: number | null;
+  /** The last message the agent named by `messageId`, and its text characters. */
+  lastMessage: LastMessage | null;
+}
+
+/** What a turn starts from. */
+export interface TurnStart {
+  sessionId: string;
+  requestId: JsonRpcId;
+  /** The request id as written; default: as JSON encodes it. */
+  requestIdLexeme?: string;
+  promptLine: Uint8Array;
+  promptMeta: unknown;
+  startedAt: number;
+  snapshot: Snapshot;
+  /** The session's record files at the start; default none. */
+  records?: RecordsSnapshot | null;
+  trackToolCalls: boolean;
+  /** How much message text to keep; default `reply`. */
+  keepText?: TextKeeping;
+}
+
+/** Unmerged tool call bytes a turn keeps before merging them on the spot. */
+export const PENDING_TOOL_BYTES = 16 * 1024 * 1024;
+
+/** A fresh turn's state. */
+export function newTurn(start: TurnStart, turn: number): Turn {
+  const calls = new Map<string, ToolCallState>();
+  return {
+    ...start,
+    requestIdLexeme: start.requestIdLexeme ?? JSON.stringify(start.requestId),
+    turn,
+    keepText: start.keepText ?? "reply",
+    chars: 0,
+    activity: 0,
+    reply: new ReplyText(keptBytes(start.keepText ?? "reply")),
+    uninspected: 0,
+    requests: 0,
+    get toolCalls() {
+      mergePending(this);
+      return calls;
+    },
+    pendingToolLines: [],
+    pendingToolBytes: 0,
+    cancelled: false,
+    lastActivityAt: start.startedAt,
+    records: start.records ?? null,
+    textBreaks: [],
+    lastTextAt: null,
+    lastMessage: null,
+  };
+}
+
+/**
+ * Notes message text coming at `now` (before it is counted): a break when it resumes after
+ * a silent gap, and the characters of the message it belongs to.
+ */
+function noteText(turn: Turn, now: number, messageId: string | null, chars: number): void {
+  if (
+    turn.lastTextAt !== null && now - turn.lastTextAt >= RESTART_GAP_MS &&
+    turn.textBreaks.length < MAX_TEXT_BREAKS
+  ) {
+    turn.textBreaks.push(turn.chars);
+  }
+  turn.lastTextAt = now;
+  if (messageId !== null) {
+    if (turn.lastMessage?.id !== messageId) turn.lastMessage = { id: messageId, chars: 0 };
+    turn.lastMessage.chars += chars;
+  }
+}
+
+const MESSAGE_ID = /"messageId"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
+const MESSAGE_ID_BYTES = new TextEncoder().encode('"messageId"');
+
+/** The `messageId` a chunk line names, found by its bytes (only its bytes are decoded). */
+function messageIdInLine(line: Uint8Array): string | null {
+  const bytes = Buffer.from(line.buffer, line.byteOffset, line.length);
+  const at = bytes.indexOf(MESSAGE_ID_BYTES);
+  if (at === -1) return null;
+  const m = bytes.subarray(at, at + 256).toString("utf8").match(MESSAGE_ID);
+  return m ? m[1] : null;
+}
+
+/** Merges the tool call lines kept as bytes, in the order they came. */
+function mergePending(turn: Turn): void {
+  if (turn.pendingToolLines.length === 0) return;
+  const lines = turn.pendingToolLines;
+  turn.pendingToolLines = [];
+  turn.pendingToolBytes = 0;
+  const calls = turn.toolCalls;
+  for (const line of lines) {
+    const message = parseMessage(line);
+    if (message?.kind === "notification" && isObject(message.params)) {
+      applyToolCallUpdate(calls, message.params.update);
+    }
+  }
+}
+
+/** Folds one `session/update`'s `update` object into the turn. */
+export function observeUpdate(turn: Turn, update: unknown, now: number): void {
+  if (!isObject(update)) return;
+  const kind = stringField(update, "sessionUpdate");
+  if (kind === null) return;
+  turn.lastActivityAt = now;
+  if (!ACTIVITY_KINDS.has(kind)) return;
+  if (kind === "agent_message_chunk") {
+    const text = textOf(update.content);
+    const messageId = typeof update.messageId === "string" ? update.messageId : null;
+    if (text === null) turn.activity++;
+    else noteText(turn, now, messageId, text.length), addText(turn, text);
+    return;
+  }
+  turn.activity++;
+  turn.lastTextAt = null;
+  if (turn.trackToolCalls && (kind === "tool_call" || kind === "tool_call_update")) {
+    applyToolCallUpdate(turn.toolCalls, update);
+  }
+}
+
+/**
+ * Folds in a canonical `session/update` line known by its peek (session and kind) without
+ * parsing it: a message chunk's text is read from its bytes (the line is parsed only when
+ * the text has escapes or another shape); tool call lines are kept as bytes and merged
+ * when read; other kinds only count. The line is `line[peek.lineStart, peek.lineEnd)`.
+ */
+export function observeUpdateLine(
+  turn: Turn,
+  peek: UpdatePeek,
+  line: Uint8Array,
+  now: number,
+): void {
+  const kind = peek.kind;
+  if (kind === "agent_message_chunk") {
+    const span = peekChunkText(line, peek);
+    if (span !== null) {
+      turn.lastActivityAt = now;
+      // Well-formed text is counted from its bytes, and only a head the reply can keep is
+      // decoded (a long chunk is never held whole as a string). A cut head is longer than
+      // the limit, so nothing after it is kept. Bytes that are not valid UTF-8 are decoded
+      // whole: the decoder's replacement characters decide the count.
+      if (span.units === null) {
+        const text = spanText(line, span);
+        noteText(turn, now, messageIdInLine(line), text.length);
+        return addText(turn, text);
+      }
+      noteText(turn, now, messageIdInLine(line), span.units);
+      turn.chars += span.units;
+      if (turn.reply.open) {
+        turn.reply.push(spanText(line, spanHead(line, span, turn.reply.limit + 4)));
+      }
+      return;
+    }
+    const message = parseMessage(line.subarray(peek.lineStart, peek.lineEnd));
+    if (message?.kind === "notification" && isObject(message.params)) {
+      observeUpdate(turn, message.params.update, now);
+    } else {
+      turn.lastActivityAt = now;
+    }
+    return;
+  }
+  turn.lastActivityAt = now;
+  if (!ACTIVITY_KINDS.has(kind)) return;
+  turn.activity++;
+  turn.lastTextAt = null;
+  if (!turn.trackToolCalls || (kind !== "tool_call" && kind !== "tool_call_update")) return;
+  turn.pendingToolLines.push(line.slice(peek.lineStart, peek.lineEnd));
+  turn.pendingToolBytes += peek.lineEnd - peek.lineStart;
+  if (turn.pendingToolBytes > PENDING_TOOL_BYTES) mergePending(turn);
+}
+
+function textOf(content: unknown): string | null {
+  if (!isObject(content) || content.type !== "text") return null;
+  return typeof content.text === "string" ? content.text : null;
+}
+
+function addText(turn: Turn, text: string): void {
+  turn.chars += text.length;
+  turn.reply.push(text);
+}
+
+/**
+ * Counts an agent line too long to inspect as output of the turn: its text is not read,
+ * but the agent did stream something (so the turn is never taken for an empty one).
+ */
+export function observeUninspected(turn: Turn, now: number): void {
+  turn.uninspected++;
+  turn.activity++;
+  turn.lastActivityAt = now;
+}
+
+/** The session an over-limit line names in its first bytes (`"sessionId":"..."`), if any. */
+export function sessionIdInPrefix(prefix: string): string | null {
+  const m = prefix.match(/"sessionId"\s*:\s*"((?:[^"\\]|\\.)*)"/);
+  if (!m) return null;
+  try {
+    return JSON.parse(`"${m[1]}"`) as string;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The turn's message text as far as it was kept (see `keepText`): at most REPLY_TEXT_BYTES
+ * of UTF-8, cut on a character.
+ */
+export function turnText(turn: Turn): string {
+  return turn.reply.text();
+}
+
+/** Whether all of the turn's message text was kept (none was cut or left uncounted). */
+export function wholeText(turn: Turn, text: string): boolean {
+  return text.length === turn.chars;
+}
+
+/** Everything streamed, for `decide`'s `output`: message characters plus other updates. */
+export function streamed(turn: Turn): number {
+  return turn.chars + turn.activity;
+}
+
+/** The running turns of every session on one agent connection. */
+export class Turns {
+  #counters = new Map<string, number>();
+  #bySession = new Map<string, Turn>();
+  #byRequest = new Map<string, Turn>();
+  /** The running sessions' ids as UTF-8, for lines looked at as bytes. */
+  #keys = new Map<string, Uint8Array>();
+  /** `#keys` as an array: looked through for every line, without an iterator each time. */
+  #keyList: { sessionId: string; key: Uint8Array }[] = [];
+
+  /** Starts a turn for a `session/prompt` request. */
+  start(start: TurnStart): Turn {
+    const n = (this.#counters.get(start.sessionId) ?? 0) + 1;
+    this.#counters.set(start.sessionId, n);
+    const turn = newTurn(start, n);
+    this.#track(turn);
+    return turn;
+  }
+
+  /**
+   * Starts a retry of an ended turn: a fresh state under the same number and request id,
+   * from a new start time and log snapshot.
+   */
+  retry(
+    turn: Turn,
+    startedAt: number,
+    snapshot: Snapshot,
+    records: RecordsSnapshot | null = null,
+  ): Turn {
+    const fresh = newTurn({
+      sessionId: turn.sessionId,
+      requestId: turn.requestId,
+      requestIdLexeme: turn.requestIdLexeme,
+      promptLine: turn.promptLine,
+      promptMeta: turn.promptMeta,
+      startedAt,
+      snapshot,
+      records,
+      trackToolCalls: turn.trackToolCalls,
+      keepText: turn.keepText,
+    }, turn.turn);
+    this.#track(fresh);
+    return fresh;
+  }
+
+  #track(turn: Turn): void {
+    this.#bySession.set(turn.sessionId, turn);
+    this.#keys.set(turn.sessionId, new TextEncoder().encode(turn.sessionId));
+    this.#listKeys();
+    this.#byRequest.set(idKey(turn.requestId), turn);
+  }
+
+  /** The turn running in a session (the newest, should a client overlap prompts). */
+  forSession(sessionId: string): Turn | undefined {
+    return this.#bySession.get(sessionId);
+  }
+
+  /** The turn running in the session whose id is `line[start, end)` (UTF-8 bytes). */
+  forSessionBytes(line: Uint8Array, start: number, end: number): Turn | undefined {
+    const list = this.#keyList;
+    for (let i = 0; i < list.length; i++) {
+      const key = list[i].key;
+      if (key.length === end - start && bytesAt(line, start, key)) {
+        return this.#bySession.get(list[i].sessionId);
+      }
+    }
+    return undefined;
+  }
+
+  /** The turn a `session/prompt` request started. */
+  forRequest(id: JsonRpcId): Turn | undefined {
+    return this.#byRequest.get(idKey(id));
+  }
+
+  /** Forgets an ended turn. */
+  end(turn: Turn): void {
+    this.#byRequest.delete(idKey(turn.requestId));
+    if (this.#bySession.get(turn.sessionId) === turn) {
+      this.#bySession.delete(turn.sessionId);
+      this.#keys.delete(turn.sessionId);
+      this.#listKeys();
+    }
+  }
+
+  #listKeys(): void {
+    this.#keyList = [...this.#keys].map(([sessionId, key]) => ({ sessionId, key }));
+  }
+
+  /** Number of running turns. */
+  get size(): number {
+    return this.#byRequest.size;
+  }
+
+  /** Every running turn. */
+  all(): Turn[] {
+    return [...this.#byRequest.values()];
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The turn recorder: what `turnguard run` and `turnguard proxy` tell the journal about a
+ * turn, in the order readers rely on. When an attempt ends, the retry decision is written
+ * first and the attempt's end after it, so a reader that sees a failed end always sees its
+ * decision too.
+ */
+import {
+  JOURNAL_REPLY_BYTES,
+  type JournalRecord,
+  type Owner,
+  type SettledWhy,
+} from "../journal/records.ts";
+import type { Outcome } from "../core/outcome.ts";
+import { thisProcess } from "../journal/process_identity.ts";
+import { decideRetry, type RetryDecision, type RetryPolicy } from "./policy.ts";
+import { capUtf8 } from "../text/text.ts";
+
+/** Where records go (the journal writer; tests pass an array). */
+export interface JournalSink {
+  append(record: JournalRecord): void;
+}
+
+/** A turn: which session, which number. */
+export interface TurnKey {
+  session: string;
+  turn: number;
+}
+
+/** How a recorder is wired; `P` is its retry policy's type (see journalHooks). */
+export interface RecorderOptions<P extends RetryPolicy = RetryPolicy> {
+  /** Null: nothing is journaled (retries still work). */
+  journal: JournalSink | null;
+  name: string;
+  policy: P;
+  /**
+   * The owner recorded with every record: this process (its pid, start time and pid space,
+   * read from the system) unless given.
+   */
+  owner?: Owner;
+  /** The `writer` id of every record: drawn at random unless given. */
+  writer?: string;
+  now?: () => number;
+  random?: () => number;
+  /** Told once when the journal cannot be written; the turn goes on. */
+  onJournalError?: (message: string) => void;
+}
+
+/**
+ * The outcome as the journal keeps it: a reply longer than JOURNAL_REPLY_BYTES is cut to its
+ * first bytes on a UTF-8 boundary (a copy; the caller's outcome is left whole).
+ */
+export function journaledOutcome(outcome: Outcome): { outcome: Outcome; truncated: boolean } {
+  const text = outcome.reply.text;
+  if (text === undefined) return { outcome, truncated: false };
+  const kept = capUtf8(text, JOURNAL_REPLY_BYTES);
+  if (kept === text) return { outcome, truncated: false };
+  return { outcome: { ...outcome, reply: { ...outcome.reply, text: kept } }, truncated: true };
+}
+
+/**
+ * Records turns and decides their retries. `P` is the type of its retry policy: a recorder
+ * built with `retries: 0` has a type that says so, which `journalHooks` relies on.
+ */
+export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
+  readonly name: string;
+  readonly policy: P;
+  readonly #journal: JournalSink | null;
+  readonly #owner: Owner;
+  readonly #writer: string;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #onError: (message: string) => void;
+  #failed = false;
+
+  constructor(opts: RecorderOptions<P>) {
+    this.name = opts.name;
+    this.policy = opts.policy;
+    this.#journal = opts.journal;
+    this.#owner = opts.owner ?? thisProcess();
+    this.#writer = opts.writer ?? crypto.randomUUID();
+    this.#now = opts.now ?? Date.now;
+    this.#random = opts.random ?? Math.random;
+    this.#onError = opts.onJournalError ?? (() => {});
+  }
+
+  #common(key: TurnKey) {
+    return {
+      ts: new Date(this.#now()).toISOString(),
+      name: this.name,
+      session: key.session,
+      turn: key.turn,
+      ...this.#owner,
+      writer: this.#writer,
+    };
+  }
+
+  #write(record: JournalRecord): void {
+    if (!this.#journal) return;
+    try {
+      this.#journal.append(record);
+    } catch (err) {
+      if (this.#failed) return;
+      this.#failed = true;
+      this.#onError(`journal: cannot write (${(err as Error).message}); turns are not journaled`);
+    }
+  }
+
+  /** A turn began. */
+  started(
+    key: TurnKey,
+    info: { mode: "run" | "proxy"; agent: string; promptId: string | number | null },
+  ): void {
+    this.#write({ ...this.#common(key), event: "turn_started", ...info });
+  }
+
+  /**
+   * An attempt ended (0: the first try, k: the k-th retry). Decides its retry, journals the
+   * decision, then the end, and returns the decision for the caller to carry out.
+   */
+  ended(key: TurnKey, attempt: number, outcome: Outcome, sideEffects: boolean): RetryDecision {
+    const decision = decideRetry({ outcome, sideEffects, attempt }, this.policy, this.#random);
+    const common = this.#common(key);
+    if (decision.kind === "retry") {
+      const nextAt = new Date(this.#now() + decision.afterMs).toISOString();
+      this.#write({
+        ...common,
+        event: "retry_scheduled",
+        attempt: decision.attempt,
+        of: decision.of,
+        afterMs: decision.afterMs,
+        nextAt,
+        reason: decision.reason,
+      });
+    } else if (decision.kind === "settled") {
+      this.#settle(key, attempt, decision.why, decision.reason);
+    }
+    const kept = journaledOutcome(outcome);
+    this.#write({
+      ...common,
+      event: "turn_ended",
+      attempt,
+      outcome: kept.outcome,
+      ...(kept.truncated ? { replyTruncated: true as const } : {}),
+    });
+    return decision;
+  }
+
+  /** Retry `attempt` begins to run. */
+  retryStarted(key: TurnKey, attempt: number): void {
+    this.#write({ ...this.#common(key), event: "retry_started", attempt, of: this.policy.retries });
+  }
+
+  /** A waiting retry was stopped before it ran; `attempt` is the failed one before it. */
+  stopped(key: TurnKey, attempt: number, reason: string): void {
+    this.#settle(key, attempt, "stopped", reason);
+  }
+
+  #settle(key: TurnKey, attempt: number, why: SettledWhy, reason: string): void {
+    this.#write({
+      ...this.#common(key),
+      event: "retry_settled",
+      attempt,
+      of: this.policy.retries,
+      why,
+      reason,
+    });
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * The Bun-native pass-through of a print-mode agent: `Bun.spawn` and writes straight to
+ * turnguard's own descriptors (lib/io/stdio.ts). Under Bun, node:child_process and its
+ * streams cost about 5 ms of each `turnguard run`; this path keeps every guarantee of the
+ * portable one in lib/run/run.ts (which Deno, and callers with their own streams, use):
+ * stdout and stderr pass through byte for byte with backpressure, a reader that goes away
+ * stops the copy (the agent meets a closed pipe), signals are forwarded, and once the agent
+ * exited its output is read to the end, unless a grandchild holds the pipes open and
+ * nothing moves for STREAM_GRACE_MS while no write waits on a slow reader.
+ */
+import { bun, type BunSubprocess } from "../io/bun_api.ts";
+import { forwardSignals, ownGroup, type Signallable, stopGroupOnExit } from "../agent/signals.ts";
+import type { StdStream } from "../io/stdio.ts";
+
+/** After the agent exits, how long its stdio may stay open (held by its own children). */
+export const STREAM_GRACE_MS = 2000;
+
+/** What the pass-through reports while the agent runs. */
+export interface PassThroughTaps {
+  /** Every stdout chunk, before it is written. */
+  stdout(chunk: Uint8Array): void;
+  /** Every stderr chunk, before it is written. */
+  stderr(chunk: Uint8Array): void;
+  /** The reader of stdout went away (EPIPE). */
+  readerGone(): void;
+  /** A forwarded signal arrived (the turn counts as cancelled). */
+  signalled(): void;
+  /** The agent started (`run --timeout` arms its deadline on it). */
+  spawned?(child: Signallable): void;
+}
+
+/** How the agent ended; `error` (and no pid) when it could not be started. */
+export interface AgentExit {
+  pid: number | undefined;
+  code: number | null;
+  signal: string | null;
+  error?: Error;
+}
+
+/** The launch as the pass-through needs it. */
+export interface BunLaunch {
+  command: string;
+  args: string[];
+  env: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+/** One stream's copy: whether it is waiting on its sink, and when it last moved. */
+interface Copy {
+  done: Promise<void>;
+  writing: boolean;
+  movedAt: number;
+  stop(): void;
+}
+
+function copy(
+  from: ReadableStream<Uint8Array>,
+  to: StdStream | null,
+  tap: (chunk: Uint8Array) => void,
+  onBroken: () => void,
+): Copy {
+  const reader = from.getReader();
+  const state: Copy = {
+    done: Promise.resolve(),
+    writing: false,
+    movedAt: Date.now(),
+    stop: () => void reader.cancel().catch(() => {}),
+  };
+  state.done = (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        state.movedAt = Date.now();
+        tap(value);
+        if (to === null) continue;
+        state.writing = true;
+        await to.write(value);
+        state.writing = false;
+        state.movedAt = Date.now();
+        if (to.broken) {
+          onBroken();
+          state.stop();
+          return;
+        }
+      }
+    } catch {
+      // The pipe was closed under us (stop): what was read has been passed on.
+    }
+  })();
+  return state;
+}
+
+/**
+ * Runs the agent with stdin inherited and stdout/stderr copied to `stdout`/`stderr` (null:
+ * stdout is only observed, for --outcome-json); resolves once it exited and its output
+ * ended.
+ */
+export async function bunPassThrough(
+  launch: BunLaunch,
+  stdout: StdStream | null,
+  stderr: StdStream,
+  taps: PassThroughTaps,
+): Promise<AgentExit> {
+  let child: BunSubprocess;
+  try {
+    child = bun!.spawn([launch.command, ...launch.args], {
+      stdin: "inherit",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: launch.env,
+      cwd: launch.cwd,
+      detached: ownGroup(),
+    });
+  } catch (err) {
+    return { pid: undefined, code: null, signal: null, error: err as Error };
+  }
+  taps.spawned?.(child);
+  const stopForwarding = forwardSignals(child, () => taps.signalled());
+  const stopGroup = stopGroupOnExit(child);
+  let gone = false;
+  const readerGone = () => {
+    if (!gone) gone = true, taps.readerGone();
+  };
+  const copies = [
+    copy(child.stdout, stdout, taps.stdout, readerGone),
+    copy(child.stderr, stderr, taps.stderr, () => {}),
+  ];
+  await child.exited;
+  const ended = Promise.all(copies.map((c) => c.done));
+  for (;;) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const idle = new Promise<"idle">((resolve) => {
+      const quiet = Math.min(...copies.map((c) => Date.now() - c.movedAt));
+      timer = setTimeout(() => resolve("idle"), Math.max(1, STREAM_GRACE_MS - quiet));
+    });
+    const which = await Promise.race([ended.then(() => "ended" as const), idle]);
+    clearTimeout(timer);
+    if (which === "ended") break;
+    const quiet = copies.every((c) => !c.writing && Date.now() - c.movedAt >= STREAM_GRACE_MS);
+    if (quiet) {
+      for (const c of copies) c.stop();
+      await ended;
+      break;
+    }
+  }
+  stopForwarding();
+  stopGroup();
+  return {
+    pid: child.pid,
+    code: child.signalCode ? null : child.exitCode,
+    signal: child.signalCode,
+  };
+}

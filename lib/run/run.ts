@@ -1,0 +1,407 @@
+/**
+ * `turnguard run`: the print-mode wrapper. Snapshots the agent's logs, runs it with its
+ * streams passed through byte for byte, forwards signals, then scans, decides and emits.
+ */
+import type { ChildProcess } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
+import { classify, timeoutCause } from "../cause/classify.ts";
+import type { Profile } from "../config/config.ts";
+import { type Cause, decide, type TurnFacts } from "../core/decide.ts";
+import { buildOutcome } from "../core/build_outcome.ts";
+import { EXIT } from "../errors.ts";
+import { commandProblem } from "../agent/spawn_problem.ts";
+import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
+import type { LogFs } from "../io/logfs.ts";
+import type { Outcome } from "../core/outcome.ts";
+import type { LoadedAnchor } from "../plugin/api.ts";
+import { withPluginBudget } from "../plugin/budget.ts";
+import {
+  forwardSignals,
+  killGroup,
+  ownGroup,
+  signalExitCode,
+  type Signallable,
+  stopGroupOnExit,
+} from "../agent/signals.ts";
+import { capUtf8, formatDuration, lastLines } from "../text/text.ts";
+import { Head, Tail } from "../text/byte_window.ts";
+import { bun } from "../io/bun_api.ts";
+import {
+  type AgentExit,
+  bunPassThrough,
+  type PassThroughTaps,
+  STREAM_GRACE_MS,
+} from "./bun_pass_through.ts";
+import { StdStream } from "../io/stdio.ts";
+
+export { Tail };
+
+/** Bytes of the agent's stderr kept for the error message. */
+export const STDERR_TAIL_BYTES = 8 * 1024;
+/** Bytes of reply text kept in an outcome written to a file. */
+export const REPLY_TEXT_BYTES = 64 * 1024;
+/**
+ * Bytes of stdout kept for `reply.text` when `--outcome-json` holds stdout back: memory
+ * stays bounded whatever the agent writes; a longer reply is cut and `reply.capped` says so.
+ */
+export const REPLY_CAPTURE_BYTES = 4 * 1024 * 1024;
+
+/** The agent to start and what turnguard knows of it; shared by run and proxy. */
+export interface AgentLaunch {
+  command: string;
+  args: string[];
+  profile: Profile;
+  /** Anchors that apply to the profile. */
+  anchors: readonly LoadedAnchor[];
+  env: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+/** How one `run` is wired to the world; tests pass their own streams, env and clock. */
+export interface RunOptions extends AgentLaunch {
+  /** Keep all of stdout for the outcome instead of passing it through. */
+  captureStdout: boolean;
+  /**
+   * Where the agent's output goes: turnguard's own stdout/stderr (lib/io/stdio.ts: under Bun,
+   * the agent then runs through lib/run/bun_pass_through.ts) or any Writable.
+   */
+  stdout: Writable | StdStream;
+  stderr: Writable | StdStream;
+  now?: () => number;
+  fs?: LogFs;
+  turn?: number;
+  /** `--timeout`: the agent is stopped after this long (SIGTERM, then SIGKILL). */
+  timeoutMs?: number | null;
+}
+
+/** After `--timeout`'s SIGTERM, how long the agent has to exit before SIGKILL. */
+export const TIMEOUT_KILL_GRACE_MS = 5000;
+
+/** The result of one run: its Outcome and the exit code turnguard should exit with. */
+export interface RunResult {
+  outcome: Outcome;
+  exitCode: number;
+  /** Whether turnguard itself surfaced a failure the agent hid. */
+  swallowed: boolean;
+  /** The agent wrote nothing on stderr, so a failure needs turnguard's own line. */
+  stderrWasEmpty: boolean;
+  /** The reader of stdout went away (EPIPE): the agent's failure is the pipeline's doing. */
+  readerGone: boolean;
+}
+
+/** Classifies a failing agent's stderr into a Cause with the profile's text anchors. */
+export function stderrCause(
+  stderr: string,
+  code: number | null,
+  anchors: readonly LoadedAnchor[],
+  now: number,
+  diagnostics: string[],
+): Cause | null {
+  const message = capUtf8(lastLines(stderr, 3), 500);
+  if (!message) return null;
+  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const { category, retry } = classify(message, undefined, textAnchors, now, diagnostics);
+  return { error: { code, message, category, anchor: null, source: null }, retry };
+}
+
+export { STREAM_GRACE_MS };
+/** The second look of an idle check (see waitForExit). */
+export const IDLE_RECHECK_MS = 50;
+
+/**
+ * Waits for the agent to exit, then for its output streams to end. A grandchild the
+ * agent left behind may hold the pipes open forever, so once the streams have been idle
+ * for STREAM_GRACE_MS the agent's process group is stopped, and a grace later they are
+ * closed — but never while a stream is paused because its reader is slow: that data is
+ * still on its way, and no byte of it may be lost.
+ */
+export function waitForExit(
+  child: ChildProcess,
+): Promise<{ code: number | null; signal: string | null; error?: Error }> {
+  return new Promise((resolve) => {
+    child.once("error", (err) => {
+      if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
+    });
+    child.once("exit", (code, signal) => {
+      const streams = [child.stdout, child.stderr].filter((s): s is Readable =>
+        s !== null && !s.readableEnded && !s.destroyed
+      );
+      let open = streams.length;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let chunks = 0;
+      let stopped = false;
+      const finish = () => {
+        clearTimeout(timer);
+        for (const s of streams) s.off("data", onData), s.destroy();
+        resolve({ code, signal });
+      };
+      function arm() {
+        clearTimeout(timer);
+        timer = setTimeout(idle, STREAM_GRACE_MS);
+      }
+      function onData() {
+        chunks++;
+        arm();
+      }
+      // Idle for the grace: first its group is stopped (whoever holds the pipes goes, and
+      // they end), and only when they are still open a grace later are they closed. A
+      // starved process runs its due timers before it reads what waits in the pipes: the
+      // idle check looks again after one more round of the event loop.
+      function idle() {
+        if (streams.some((s) => s.isPaused())) return arm();
+        const seen = chunks;
+        timer = setTimeout(() => {
+          if (chunks !== seen || streams.some((s) => s.isPaused())) return arm();
+          if (stopped) return finish();
+          stopped = true;
+          killGroup(child, "SIGTERM");
+          arm();
+        }, IDLE_RECHECK_MS);
+      }
+      if (open === 0) return finish();
+      for (const s of streams) {
+        s.on("data", onData);
+        s.once("close", () => --open === 0 && finish());
+      }
+      arm();
+    });
+  });
+}
+
+/**
+ * Copies `from` to `to` with backpressure, handing each chunk to `observe` first. When
+ * `to` breaks (its reader went away: EPIPE), `from` is destroyed so the agent meets a
+ * closed pipe as it would in a shell pipeline, instead of blocking on a full one.
+ */
+function pipeThrough(
+  from: Readable,
+  to: Writable,
+  observe: (chunk: Uint8Array) => void,
+  onBroken: () => void = () => {},
+): void {
+  let broken = false;
+  const onError = () => {
+    broken = true;
+    onBroken();
+    from.destroy();
+  };
+  to.on("error", onError);
+  from.on("data", (chunk: Uint8Array) => {
+    observe(chunk);
+    if (broken) return;
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", () => from.resume());
+    }
+  });
+  from.once("close", () => to.off("error", onError));
+}
+
+/** Runs one agent turn in print mode. */
+export async function runTurn(opts: RunOptions): Promise<RunResult> {
+  const now = opts.now ?? Date.now;
+  const diagnostics: string[] = [];
+  const snapshot = snapshotProfileLogs(opts.profile, opts.env, now(), opts.fs);
+  const startedAt = now();
+  let cancelled = false;
+  // Armed once the agent started (the `spawned` tap); typed so that the closure may set it.
+  let deadline = null as Deadline | null;
+  const stderrTail = new Tail(STDERR_TAIL_BYTES);
+  const kept = new Head(opts.captureStdout ? REPLY_CAPTURE_BYTES : REPLY_TEXT_BYTES);
+  let outBytes = 0;
+  let meaningful = false;
+  let readerGone = false;
+  const decoder = new TextDecoder();
+  let chars = 0;
+
+  const taps = {
+    stdout: (chunk: Uint8Array) => {
+      outBytes += chunk.length;
+      meaningful ||= hasNonSpace(chunk);
+      chars += decoder.decode(chunk, { stream: true }).length;
+      kept.push(chunk);
+    },
+    stderr: (chunk: Uint8Array) => stderrTail.push(chunk),
+    readerGone: () => {
+      readerGone = true;
+      diagnostics.push("the reader of stdout went away (broken pipe); the agent's output was cut");
+    },
+    signalled: () => {
+      cancelled = true;
+    },
+    spawned: (child: Signallable) => {
+      if (opts.timeoutMs) deadline = stopAfter(child, opts.timeoutMs);
+    },
+  };
+  const exit = bun && opts.stdout instanceof StdStream && opts.stderr instanceof StdStream
+    ? await bunPassThrough(opts, opts.captureStdout ? null : opts.stdout, opts.stderr, taps)
+    : await nodePassThrough(opts, taps);
+  deadline?.clear();
+  chars += decoder.decode().length;
+  const endedAt = now();
+
+  if (exit.error && exit.pid === undefined) {
+    return spawnFailure(opts, exit.error, startedAt, endedAt, diagnostics);
+  }
+
+  // One code plugin budget for everything that decides the turn.
+  const { log, agentError } = withPluginBudget(() => {
+    const log = findLogCause({
+      snapshot,
+      spawnedAt: startedAt,
+      pid: exit.pid ?? null,
+      profile: opts.profile,
+      anchors: opts.anchors,
+      now: endedAt,
+      fs: opts.fs,
+    });
+    diagnostics.push(...log.diagnostics);
+    const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
+    const agentError = failedItself
+      ? stderrCause(stderrTail.text(), exit.code, opts.anchors, endedAt, diagnostics)
+      : null;
+    return { log, agentError };
+  });
+  const facts: TurnFacts = {
+    cancelled,
+    exit: { code: exit.code, signal: exit.signal },
+    stopReason: null,
+    agentError,
+    // Whitespace alone is no answer: a swallowed failure behind a lone newline still shows.
+    output: meaningful ? outBytes : 0,
+    logCause: log.cause,
+    timeout: deadline?.expired()
+      ? timeoutCause(`turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)`)
+      : null,
+  };
+  const decision = decide(facts);
+  if (opts.captureStdout && kept.truncated) {
+    diagnostics.push(
+      `stdout was ${outBytes} bytes; reply.text keeps its first ${REPLY_CAPTURE_BYTES} (reply.capped)`,
+    );
+  }
+  const outcome = buildOutcome({
+    mode: "run",
+    agent: opts.profile.name,
+    session: null,
+    turn: opts.turn ?? 1,
+    startedAt,
+    endedAt,
+    stopReason: null,
+    exit: { code: exit.code, signal: exit.signal },
+    reply: { chars, text: kept.text(), ...(kept.truncated ? { capped: true } : {}) },
+    publish: null,
+    diagnostics,
+  }, decision);
+  let exitCode = 0;
+  if (deadline?.expired()) exitCode = EXIT.timeout;
+  else if (exit.signal !== null) exitCode = signalExitCode(exit.signal);
+  else if (exit.code !== null && exit.code !== 0) exitCode = exit.code;
+  else if (decision.status === "failed") exitCode = EXIT.failed;
+  return {
+    outcome,
+    exitCode,
+    swallowed: decision.swallowed,
+    stderrWasEmpty: stderrTail.text().trim() === "",
+    readerGone,
+  };
+}
+
+/**
+ * The portable pass-through (Deno, and callers with streams of their own): the agent
+ * through node:child_process, its output copied with backpressure.
+ */
+async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise<AgentExit> {
+  const writable = (s: Writable | StdStream) => s instanceof StdStream ? s.writable() : s;
+  // Loaded here: under Bun, a run never needs node:child_process.
+  const { spawn } = process.getBuiltinModule("node:child_process");
+  const child = spawn(opts.command, opts.args, {
+    stdio: ["inherit", "pipe", "pipe"],
+    env: opts.env as NodeJS.ProcessEnv,
+    cwd: opts.cwd,
+    detached: ownGroup(),
+  });
+  if (child.pid !== undefined) taps.spawned?.(child);
+  const stopForwarding = forwardSignals(child, taps.signalled);
+  const stopGroup = stopGroupOnExit(child);
+  if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
+  else pipeThrough(child.stdout!, writable(opts.stdout), taps.stdout, taps.readerGone);
+  pipeThrough(child.stderr!, writable(opts.stderr), taps.stderr);
+  const exit = await waitForExit(child);
+  stopForwarding();
+  stopGroup();
+  return { pid: child.pid, ...exit };
+}
+
+/** `run --timeout` on one agent: whether it expired, and its clean-up. */
+interface Deadline {
+  expired(): boolean;
+  clear(): void;
+}
+
+/**
+ * Stops `child` once `ms` have passed: SIGTERM, then SIGKILL if it is still there
+ * TIMEOUT_KILL_GRACE_MS later (the way timeout(1) does with --kill-after) — to its process
+ * group when it leads one, so the agent's own children stop with it.
+ */
+function stopAfter(child: Signallable, ms: number): Deadline {
+  let expired = false;
+  let kill: ReturnType<typeof setTimeout> | undefined;
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const term = setTimeout(() => {
+    if (!alive()) return;
+    expired = true;
+    killGroup(child, "SIGTERM");
+    kill = setTimeout(() => alive() && killGroup(child, "SIGKILL"), TIMEOUT_KILL_GRACE_MS);
+  }, ms);
+  return {
+    expired: () => expired,
+    clear: () => {
+      clearTimeout(term);
+      clearTimeout(kill);
+    },
+  };
+}
+
+/** Whether a chunk holds anything but ASCII white space. */
+function hasNonSpace(chunk: Uint8Array): boolean {
+  for (const b of chunk) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return true;
+  return false;
+}
+
+function spawnFailure(
+  opts: RunOptions,
+  err: Error,
+  startedAt: number,
+  endedAt: number,
+  diagnostics: string[],
+): RunResult {
+  const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
+  const decision = decide({
+    cancelled: false,
+    exit: null,
+    notStarted: {
+      error: { code: exitCode, message, category: "crash", anchor: null, source: null },
+      retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
+    },
+    stopReason: null,
+    agentError: null,
+    output: 0,
+    logCause: null,
+    timeout: null,
+  });
+  const outcome = buildOutcome({
+    mode: "run",
+    agent: opts.profile.name,
+    session: null,
+    turn: opts.turn ?? 1,
+    startedAt,
+    endedAt,
+    stopReason: null,
+    exit: { code: exitCode, signal: null },
+    reply: { chars: 0, text: "" },
+    publish: null,
+    diagnostics,
+  }, decision);
+  return { outcome, exitCode, swallowed: false, stderrWasEmpty: true, readerGone: false };
+}
