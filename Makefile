@@ -2,6 +2,7 @@
 BIN      := node_modules/.bin
 BUN      := $(BIN)/bun
 DENO     := $(BIN)/deno
+TSC      := $(BIN)/tsc
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 
@@ -35,6 +36,7 @@ lint: setup
 	$(DENO) lint
 	$(DENO) fmt --check
 	$(DENO) check main.ts lib/ plugins/ bench/ scripts/
+	$(TSC) -p tests/tsconfig.json
 
 fmt: setup
 	$(DENO) fmt
@@ -51,7 +53,7 @@ demo: build
 # A failing seed replays with FUZZ_SEED=N.
 fuzz: setup
 	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-400} FUZZ_BASE=$${FUZZ_BASE:-1000} \
-	  $(BUN) test --timeout 120000 tests/proxy_fuzz.test.ts
+	  $(BUN) test --timeout 120000 tests/e2e/proxy_fuzz.test.ts
 
 # Every goal against its floor (bench/goals.ts, writes bench/results.json), then the
 # detailed proxy, run-mode and journal-read figures.
@@ -71,7 +73,7 @@ corpus: corpus-install
 
 # Rewrites the generated tables of docs/AGENTS.md from the corpus replay.
 agents-doc: build
-	UPDATE_AGENTS_DOC=1 $(BUN) test tests/agents_replay.test.ts
+	UPDATE_AGENTS_DOC=1 $(BUN) test tests/e2e/agents_replay.test.ts
 
 clean:
 	rm -rf dist bench/results.json

@@ -284,10 +284,8 @@ describe("peek", () => {
   ])("%s", (line, sessionId, kind) => {
     const bytes = enc(line);
     const peek = peekUpdate(bytes);
-    expect(peek ? [peekedSessionId(bytes, peek), peek.kind] : [null, null]).toEqual([
-      sessionId,
-      kind,
-    ]);
+    const got: (string | null)[] = peek ? [peekedSessionId(bytes, peek), peek.kind] : [null, null];
+    expect(got).toEqual([sessionId, kind]);
   });
 
   const chunk = (text: string, tail = "}}}}\n") =>

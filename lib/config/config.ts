@@ -129,7 +129,7 @@ export function embeddedConfig(): ParsedConfigFile {
   return {
     path: EMBEDDED_PATH,
     source: embeddedToml,
-    // The output of parseConfigText for anchors.toml, as JSON (tests/embedded_config.test.ts).
+    // The output of parseConfigText for anchors.toml, as JSON (tests/unit/config/embedded_config.test.ts).
     data: compiledDefaults.data as ConfigFile,
     keyLines: compiledDefaults.keyLines,
   };

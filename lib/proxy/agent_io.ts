@@ -148,7 +148,7 @@ async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Erro
 
 /** A ReadableStream read in a loop, paused by holding the next read back. */
 class StreamSource implements ByteSource {
-  #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  #reader: ReturnType<ReadableStream<Uint8Array>["getReader"]> | null = null;
   #gate: Promise<void> | null = null;
   #open: (() => void) | null = null;
   #stopped = false;

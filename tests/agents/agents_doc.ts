@@ -2,7 +2,7 @@
  * The generated part of docs/AGENTS.md: per agent, one table row per recorded scenario —
  * what the agent sent the client for the turn (its streamed text and its answer to
  * session/prompt) and what turnguard reported. Built from the corpus transcripts and the
- * Outcomes of their replay (tests/agents_replay.test.ts checks the file is up to date).
+ * Outcomes of their replay (tests/e2e/agents_replay.test.ts checks the file is up to date).
  */
 import type { Outcome } from "../../lib/core/outcome.ts";
 import type { Expected } from "./expected.ts";

@@ -1,0 +1,161 @@
+/**
+ * The real-agent corpus replayed through the compiled `turnguard proxy`: every recorded turn
+ * of tests/agents/corpus/AGENT/SCENARIO.jsonl is played back by the replay agent (no network,
+ * no agent install) while a client replays the recorded client lines, and the Outcome the
+ * proxy wrote must meet the expectation a person wrote in SCENARIO.expect.json. The wire must
+ * also pass through unchanged: the client receives exactly the lines the agent recorded.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "../helpers/cli.ts";
+import { readTranscript } from "../agents/transcript.ts";
+import { readExpected } from "../agents/expected.ts";
+import { type DocRow, renderTables, withTables } from "../agents/agents_doc.ts";
+import { corpusCases, PROFILE, replay, type Replayed } from "../agents/replay.ts";
+import { spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { ensureBinary } from "../helpers/binary.ts";
+
+setDefaultTimeout(60_000);
+
+/**
+ * `line` with the `data.turnguard` the proxy adds to an error response taken out again (and
+ * `data` when the agent sent none), as the recorded line's JSON; any other line as it is.
+ */
+function withoutAnnotation(line: string, recorded: string | undefined): string {
+  if (line === recorded || recorded === undefined || !line.includes('"turnguard"')) return line;
+  const msg = JSON.parse(line);
+  const data = msg.error?.data;
+  if (typeof data !== "object" || data === null || !("turnguard" in data)) return line;
+  delete data.turnguard;
+  if (Object.keys(data).length === 0 && JSON.parse(recorded).error?.data === undefined) {
+    delete msg.error.data;
+  }
+  return canonical(msg) === canonical(JSON.parse(recorded)) ? recorded : line;
+}
+
+/** JSON with object keys sorted (the proxy writes a rewritten response's keys in its order). */
+function canonical(value: unknown): string {
+  return JSON.stringify(
+    value,
+    (_k, v) =>
+      v && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+        : v,
+  );
+}
+
+/** The error object the agent answered the turn's session/prompt with, as JSON; or null. */
+function promptError(events: { dir: string; line: string }[]): string | null {
+  let id: unknown = undefined;
+  for (const e of events) {
+    const m = JSON.parse(e.line.startsWith("{") ? e.line : "null");
+    if (m === null) continue;
+    if (e.dir === "c2a" && m.method === "session/prompt") id = m.id;
+    else if (e.dir === "a2c" && id !== undefined && m.id === id && m.method === undefined) {
+      return m.error ? JSON.stringify(m.error) : null;
+    }
+  }
+  return null;
+}
+
+/** The category `turnguard explain --json --kind error` gives an agent's error. */
+function explainCategory(agent: string, error: string): string | null {
+  const r = spawnSync(ensureBinary(), [
+    "explain",
+    "--json",
+    "--kind",
+    "error",
+    "--agent",
+    PROFILE[agent],
+    error,
+  ], { encoding: "utf8", env: { PATH: process.env.PATH, HOME: tmpdir() } });
+  return JSON.parse(r.stdout).category;
+}
+
+const cases = corpusCases();
+
+/** How many replays run at once: each is mostly waiting on its processes. */
+const WIDTH = 4;
+let replays: Map<string, Promise<Replayed>> | null = null;
+
+/**
+ * The replay of one corpus case. The first call starts replaying every case, WIDTH at a time
+ * and in corpus order, so a test mostly finds its replay done.
+ */
+function replayed(path: string): Promise<Replayed> {
+  if (replays === null) {
+    const started = new Map<string, Promise<Replayed>>();
+    const settle = new Map<string, (r: Promise<Replayed>) => void>();
+    for (const [, , p] of cases) started.set(p, new Promise((r) => settle.set(p, r)));
+    let next = 0;
+    const worker = async () => {
+      while (next < cases.length) {
+        const [agent, , p] = cases[next++];
+        const r = replay(agent, p);
+        settle.get(p)!(r);
+        await r.catch(() => {}); // its test reports the failure
+      }
+    };
+    for (let i = 0; i < WIDTH; i++) void worker();
+    replays = started;
+  }
+  return replays.get(path)!;
+}
+
+const DOC = join(ROOT, "docs", "AGENTS.md");
+/** The replayed fixtures, in corpus order, for the generated tables of docs/AGENTS.md. */
+const rows: DocRow[] = [];
+
+describe("the real-agent corpus through turnguard proxy", () => {
+  test("the corpus is there", () => {
+    expect(cases.length).toBeGreaterThan(0);
+  });
+  for (const [agent, scenario, path] of cases) {
+    const expectPath = path.replace(/\.jsonl$/, ".expect.json");
+    test(`${agent} ${scenario}`, async () => {
+      expect(existsSync(expectPath)).toBe(true);
+      const want = readExpected(expectPath);
+      const { events } = readTranscript(path);
+      const r = await replayed(path);
+      // Pass-through: the client got the agent's lines as recorded, byte for byte, except the
+      // documented rewrite of a failed prompt's error (its Outcome added as `data.turnguard`).
+      const recorded = events.filter((e) => e.dir === "a2c").map((e) => e.line);
+      expect(r.received.map((line, i) => withoutAnnotation(line, recorded[i]))).toEqual(recorded);
+      const prompts = events.filter((e) => e.dir === "c2a" && e.line.includes('"session/prompt"'));
+      expect(r.outcomes.length).toBe(prompts.length);
+      const o = r.outcomes[r.outcomes.length - 1];
+      rows.push({ transcript: readTranscript(path), expected: want, outcome: o });
+      // One classifier: `turnguard explain` on the agent's error gives the proxy's category.
+      const error = promptError(events);
+      if (error !== null && o.status === "failed") {
+        expect(explainCategory(agent, error)).toBe(o.error!.category);
+      }
+      const got = {
+        status: o.status,
+        category: o.error?.category ?? null,
+        retryable: o.retry?.retryable ?? null,
+      };
+      expect(got).toEqual({
+        status: want.status,
+        category: want.category,
+        retryable: want.retryable,
+      });
+      if (want.category === null) expect(o.error).toBeNull();
+      if (want.message !== undefined) {
+        expect(o.error?.message.toLowerCase() ?? "").toContain(want.message.toLowerCase());
+      }
+      if (want.delay) expect(o.retry?.afterMs ?? o.retry?.at ?? null).not.toBeNull();
+    });
+  }
+  // Last: the tables of docs/AGENTS.md are those of this corpus (`make agents-doc` rewrites
+  // them). Only when every fixture replayed (not under a test filter).
+  test("docs/AGENTS.md shows every recorded turn as turnguard reports it", () => {
+    if (rows.length !== cases.length) return;
+    const doc = existsSync(DOC) ? readFileSync(DOC, "utf8") : "";
+    const want = withTables(doc, renderTables(rows));
+    if (process.env.UPDATE_AGENTS_DOC === "1") writeFileSync(DOC, want);
+    expect(doc).toBe(want);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * docs/CLIENTS.md, run as written: every acpx and SDK command line of its `sh` blocks, and
+ * the command and args of its Zed `agent_servers` settings, against the fake agents of
+ * examples/agents/ and the compiled turnguard on PATH.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+import { ensureBinary } from "../helpers/binary.ts";
+import { type Finished, homeEnv, ROOT, runProcess } from "../helpers/cli.ts";
+
+setDefaultTimeout(60_000);
+
+const DOC = readFileSync(join(ROOT, "docs", "CLIENTS.md"), "utf8");
+const blocks = (lang: string) =>
+  [...DOC.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]);
+const commandLines = (program: string) =>
+  blocks("sh").flatMap((b) => b.split("\n")).filter((l) => l.startsWith(`${program} `));
+
+const ANSWER = "Hello from the example agent.";
+const CAUSE = "backend: 429 Too Many Requests (rate limit exceeded for this API key)";
+
+let home: string;
+let path: string;
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "tg-clients-"));
+  path = [dirname(ensureBinary()), join(ROOT, "node_modules", ".bin"), process.env.PATH].join(":");
+});
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+/** Runs one documented command line through the shell, from the checkout's root. */
+const shell = (line: string): Promise<Finished> =>
+  runProcess(["bash", "-c", line], { cwd: ROOT, env: homeEnv(home, { PATH: path }) });
+
+/** What each documented line must do: the answering agent's text, or the surfaced cause. */
+function expectOutcome(line: string, r: Finished, failure: string) {
+  if (line.includes("no-such-agent")) {
+    expect({ line, code: r.code }).toEqual({ line, code: 1 });
+    expect(r.stdout + r.stderr).toContain(
+      "turnguard: the agent could not be started: no-such-agent: command not found",
+    );
+  } else if (line.includes("acp_agent.mjs answer")) {
+    expect({ line, code: r.code }).toEqual({ line, code: 0 });
+    expect(r.stdout).toContain(ANSWER);
+  } else {
+    expect(line).toContain("acp_agent.mjs swallow");
+    expect({ line, code: r.code }).toEqual({ line, code: 1 });
+    expect(r.stdout + r.stderr).toContain(failure);
+  }
+}
+
+describe("docs/CLIENTS.md", () => {
+  test("acpx (the current release) through turnguard proxy", async () => {
+    const lines = commandLines("acpx");
+    expect(lines.length).toBe(3);
+    for (const line of lines) expectOutcome(line, await shell(line), `[error] RUNTIME: ${CAUSE}`);
+  });
+
+  test("the ACP SDK client example spawning turnguard proxy", async () => {
+    const lines = commandLines("node examples/clients/acp_client.mjs");
+    expect(lines.length).toBe(2);
+    for (const line of lines) {
+      const r = await shell(line);
+      expectOutcome(line, r, `[error -32603] ${CAUSE} (rate_limit)`);
+      if (r.code === 0) expect(r.stdout).toBe(`${ANSWER}\n[stop: end_turn]\n`);
+    }
+  });
+
+  test("Zed agent_servers: its command and args, started as Zed starts them", async () => {
+    const settings = JSON.parse(blocks("json").find((b) => b.includes("agent_servers"))!);
+    const servers = Object.values(settings.agent_servers) as {
+      type: string;
+      command: string;
+      args: string[];
+      env: Record<string, string>;
+    }[];
+    expect(servers.length).toBe(1);
+    for (const server of servers) {
+      expect(server.type).toBe("custom");
+      const args = server.args.map((a) => a.replace("/path/to/turnguard", ROOT));
+      // No shell: the command as given, found on PATH.
+      const child = spawn(server.command, args, {
+        env: { ...process.env, ...homeEnv(home, { PATH: path }), ...server.env },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      const exited = new Promise<number | null>((r) => child.once("close", (c) => r(c)));
+      let text = "";
+      const app = acp.client({ name: "zed-like" }).onNotification(
+        "session/update",
+        ({ params }) => {
+          const u = params.update;
+          if (u.sessionUpdate === "agent_message_chunk" && u.content.type === "text") {
+            text += u.content.text;
+          }
+        },
+      );
+      const stream = acp.ndJsonStream(
+        Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
+        Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>,
+      );
+      const failure = await app.connectWith(stream, async (ctx) => {
+        await ctx.request("initialize", {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: {},
+        });
+        const { sessionId } = await ctx.request("session/new", { cwd: home, mcpServers: [] });
+        try {
+          await ctx.request("session/prompt", {
+            sessionId,
+            prompt: [{ type: "text", text: "hi" }],
+          });
+          return null;
+        } catch (err) {
+          return err as { code: number; message: string; data: { turnguard: unknown } };
+        }
+      }).finally(() => child.stdin!.end());
+      expect(await exited).toBe(0);
+      expect(text).toBe("");
+      expect(failure).toMatchObject({
+        code: -32603,
+        message: CAUSE,
+        data: { turnguard: { status: "failed", category: "rate_limit" } },
+      });
+    }
+  });
+});

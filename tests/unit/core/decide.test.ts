@@ -1,0 +1,311 @@
+import { describe, expect, test } from "bun:test";
+import {
+  type Cause,
+  decide,
+  exitCause,
+  givenUp,
+  type TurnFacts,
+} from "../../../lib/core/decide.ts";
+
+const cause = (message: string, category: Cause["error"]["category"] = "quota"): Cause => ({
+  error: { code: 429, message, category, anchor: "a", source: null },
+  retry: { retryable: true, reason: "r", afterMs: 1000, at: null },
+});
+const LOG = cause("from the log");
+const STDERR = cause("from stderr", "auth");
+const GENERIC = cause("Internal error", "unknown");
+
+const base: TurnFacts = {
+  cancelled: false,
+  exit: null,
+  stopReason: null,
+  agentError: null,
+  output: 0,
+  logCause: null,
+  timeout: null,
+};
+
+describe("decide — run mode truth table (every combination)", () => {
+  // exit ("0" | "2" | a signal), cancelled, stdout bytes, stderr cause?, log cause?
+  //   -> status, error message, swallowed
+  const rows: Array<[string, boolean, number, boolean, boolean, string, string | null, boolean]> = [
+    ["0", false, 0, false, false, "empty", null, false],
+    ["0", false, 0, false, true, "failed", "from the log", true],
+    ["0", false, 0, true, false, "failed", "from stderr", false],
+    ["0", false, 0, true, true, "failed", "from stderr", false],
+    ["0", false, 5, false, false, "ok", null, false],
+    ["0", false, 5, false, true, "ok", null, false],
+    ["0", false, 5, true, false, "failed", "from stderr", false],
+    ["0", false, 5, true, true, "failed", "from stderr", false],
+    ["0", true, 0, false, false, "cancelled", null, false],
+    ["0", true, 0, false, true, "cancelled", null, false],
+    ["0", true, 0, true, false, "cancelled", null, false],
+    ["0", true, 0, true, true, "cancelled", null, false],
+    ["0", true, 5, false, false, "cancelled", null, false],
+    ["0", true, 5, false, true, "cancelled", null, false],
+    ["0", true, 5, true, false, "cancelled", null, false],
+    ["0", true, 5, true, true, "cancelled", null, false],
+    ["2", false, 0, false, false, "failed", "exited with status 2", false],
+    ["2", false, 0, false, true, "failed", "from the log", false],
+    ["2", false, 0, true, false, "failed", "from stderr", false],
+    ["2", false, 0, true, true, "failed", "from stderr", false],
+    ["2", false, 5, false, false, "failed", "exited with status 2", false],
+    ["2", false, 5, false, true, "failed", "from the log", false],
+    ["2", false, 5, true, false, "failed", "from stderr", false],
+    ["2", false, 5, true, true, "failed", "from stderr", false],
+    ["2", true, 0, false, false, "cancelled", null, false],
+    ["2", true, 0, false, true, "cancelled", null, false],
+    ["2", true, 0, true, false, "cancelled", null, false],
+    ["2", true, 0, true, true, "cancelled", null, false],
+    ["2", true, 5, false, false, "cancelled", null, false],
+    ["2", true, 5, false, true, "cancelled", null, false],
+    ["2", true, 5, true, false, "cancelled", null, false],
+    ["2", true, 5, true, true, "cancelled", null, false],
+    ["SIGKILL", false, 0, false, false, "failed", "killed by signal SIGKILL", false],
+    ["SIGKILL", false, 0, false, true, "failed", "from the log", false],
+    ["SIGKILL", false, 0, true, false, "failed", "from stderr", false],
+    ["SIGKILL", false, 0, true, true, "failed", "from stderr", false],
+    ["SIGKILL", false, 5, false, false, "failed", "killed by signal SIGKILL", false],
+    ["SIGKILL", false, 5, false, true, "failed", "from the log", false],
+    ["SIGKILL", false, 5, true, false, "failed", "from stderr", false],
+    ["SIGKILL", false, 5, true, true, "failed", "from stderr", false],
+    ["SIGKILL", true, 0, false, false, "cancelled", null, false],
+    ["SIGKILL", true, 0, false, true, "cancelled", null, false],
+    ["SIGKILL", true, 0, true, false, "cancelled", null, false],
+    ["SIGKILL", true, 0, true, true, "cancelled", null, false],
+    ["SIGKILL", true, 5, false, false, "cancelled", null, false],
+    ["SIGKILL", true, 5, false, true, "cancelled", null, false],
+    ["SIGKILL", true, 5, true, false, "cancelled", null, false],
+    ["SIGKILL", true, 5, true, true, "cancelled", null, false],
+  ];
+  test("the table covers all 48 combinations", () => {
+    expect(new Set(rows.map((r) => r.slice(0, 5).join())).size).toBe(48);
+  });
+  for (const [ex, cancelled, output, hasStderr, hasLog, status, message, swallowed] of rows) {
+    test(`exit=${ex} cancelled=${cancelled} out=${output} stderr=${hasStderr} log=${hasLog}`, () => {
+      const exit = ex.startsWith("SIG")
+        ? { code: null, signal: ex }
+        : { code: Number(ex), signal: null };
+      const d = decide({
+        ...base,
+        exit,
+        cancelled,
+        output,
+        agentError: hasStderr ? STDERR : null,
+        logCause: hasLog ? LOG : null,
+      });
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
+        status,
+        message,
+        swallowed,
+      ]);
+      expect(d.retry === null).toBe(status !== "failed");
+    });
+  }
+
+  test("a generic agent error keeps its own code when sharpened by the log cause", () => {
+    const d = decide({
+      ...base,
+      exit: { code: 1, signal: null },
+      agentError: { ...GENERIC, error: { ...GENERIC.error, code: -32603 } },
+      logCause: LOG,
+    });
+    expect(d.error).toEqual({ ...LOG.error, code: -32603 });
+  });
+
+  test("exitCause names the signal or the status", () => {
+    expect(exitCause({ code: 3, signal: null }).error.message).toBe("exited with status 3");
+    expect(exitCause({ code: null, signal: "SIGSEGV" }).error.category).toBe("crash");
+  });
+});
+
+describe("decide — proxy mode (stop reasons)", () => {
+  const rows: Array<[string | null, number, Cause | null, Cause | null, boolean, string]> = [
+    ["end_turn", 10, null, null, false, "ok"],
+    ["end_turn", 0, null, null, false, "empty"],
+    ["end_turn", 0, null, LOG, false, "failed"],
+    ["end_turn", 10, null, LOG, false, "ok"],
+    ["max_tokens", 10, null, null, false, "truncated"],
+    ["max_tokens", 0, null, LOG, false, "truncated"],
+    ["max_turn_requests", 0, null, null, false, "truncated"],
+    ["refusal", 0, null, LOG, false, "refused"],
+    ["cancelled", 0, null, LOG, false, "cancelled"],
+    ["end_turn", 0, null, null, true, "cancelled"],
+    [null, 0, STDERR, null, false, "failed"],
+    [null, 5, STDERR, LOG, false, "failed"],
+  ];
+  for (const [stopReason, output, agentError, logCause, cancelled, status] of rows) {
+    test(`${stopReason} out=${output} err=${!!agentError} log=${!!logCause} cancelled=${cancelled}`, () => {
+      expect(decide({ ...base, stopReason, output, agentError, logCause, cancelled }).status).toBe(
+        status as never,
+      );
+    });
+  }
+
+  test("a timeout wins over everything and is the timeout cause", () => {
+    const t = cause("silent for 30s", "timeout");
+    const d = decide({ ...base, stopReason: "cancelled", cancelled: true, timeout: t, output: 9 });
+    expect(d.status).toBe("failed");
+    expect(d.error?.category).toBe("timeout");
+  });
+});
+
+describe("decide — proxy mode (stop reasons sent as errors, wrapper errors)", () => {
+  const TEXT = cause("Your API key does not have permission", "auth");
+  const WRAPPER: Cause = { ...cause("Authentication required", "auth"), wrapper: true };
+  // errorStop, agent error, streamed text cause, log cause -> status, error message
+  const rows: Array<
+    [
+      "max_tokens" | "refusal" | null,
+      Cause | null,
+      Cause | null,
+      Cause | null,
+      string,
+      string | null,
+    ]
+  > = [
+    ["max_tokens", STDERR, null, null, "truncated", null],
+    ["refusal", STDERR, null, LOG, "refused", null],
+    ["max_tokens", null, null, null, "empty", null],
+    [null, STDERR, TEXT, null, "failed", "from stderr"],
+    [null, WRAPPER, TEXT, LOG, "failed", "Your API key does not have permission"],
+    [null, WRAPPER, null, LOG, "failed", "Authentication required"],
+    [null, GENERIC, TEXT, LOG, "failed", "Your API key does not have permission"],
+    [null, GENERIC, null, LOG, "failed", "from the log"],
+    [null, null, TEXT, null, "ok", null],
+  ];
+  for (const [errorStop, agentError, textCause, logCause, status, message] of rows) {
+    test(`stop=${errorStop} err=${agentError?.error.message} text=${!!textCause} log=${!!logCause}`, () => {
+      const d = decide({
+        ...base,
+        output: textCause ? 36 : 0,
+        errorStop,
+        agentError,
+        textCause,
+        logCause,
+      });
+      expect([d.status, d.error?.message ?? null]).toEqual([status, message]);
+      // A stop reason is no error; an ok turn never has one.
+      if (status !== "failed") expect([d.error, d.retry]).toEqual([null, null]);
+    });
+  }
+
+  const WRAPPER_CODE: Cause = {
+    error: { ...cause("Authentication required", "auth").error, code: -32000 },
+    retry: cause("x").retry,
+    wrapper: true,
+  };
+  test("the sharpened cause keeps the agent's own code", () => {
+    const d = decide({ ...base, agentError: { ...WRAPPER_CODE }, textCause: TEXT });
+    expect(d.error).toEqual({ ...TEXT.error, code: -32000 });
+  });
+});
+
+// Evidence beyond the wire: the agent said end_turn; its session records or the wire's
+// contradictions say the reply was cut (`cut`) or stopped (`recordedStop`).
+const wireBase: TurnFacts = { ...base, stopReason: "end_turn" };
+const recordCause = (
+  message: string,
+  category: Cause["error"]["category"] = "capacity",
+): Cause => ({
+  error: { code: null, message, category, anchor: "records:x", source: null },
+  retry: { retryable: true, reason: "r", afterMs: null, at: null },
+});
+
+describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md)", () => {
+  const CUT = recordCause("API Error: 529 Overloaded");
+  const MAX = { stopReason: "max_tokens" as const, cause: recordCause("output limit", "context") };
+  const REFUSAL = { stopReason: "refusal" as const, cause: recordCause("refused", "context") };
+  // replyChars, cut, recordedStop -> status, error message, swallowed
+  type Stop = NonNullable<TurnFacts["recordedStop"]>;
+  const rows: Array<[number, Cause | null, Stop | null, string, string | null, boolean]> = [
+    [10, null, null, "ok", null, false],
+    [0, null, null, "empty", null, false],
+    [10, CUT, null, "truncated", "API Error: 529 Overloaded", true],
+    [0, CUT, null, "failed", "API Error: 529 Overloaded", true],
+    [10, null, MAX, "truncated", "output limit", true],
+    [0, null, MAX, "truncated", "output limit", true],
+    [10, null, REFUSAL, "refused", null, true],
+    [0, null, REFUSAL, "refused", null, true],
+    [10, CUT, MAX, "truncated", "output limit", true],
+  ];
+  for (const [chars, cut, recordedStop, status, message, swallowed] of rows) {
+    test(`chars=${chars} cut=${!!cut} stop=${recordedStop?.stopReason ?? null} -> ${status}`, () => {
+      const d = decide({ ...wireBase, output: chars, replyChars: chars, cut, recordedStop });
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
+        status,
+        message,
+        swallowed,
+      ]);
+    });
+  }
+  test("the wire's own verdicts win: an agent error, a wire max_tokens, a cancel", () => {
+    const err = recordCause("agent said", "auth");
+    expect(decide({ ...wireBase, agentError: err, cut: CUT, output: 5 }).error?.message).toBe(
+      "agent said",
+    );
+    expect(decide({ ...wireBase, stopReason: "max_tokens", cut: CUT, output: 5 }).error).toBeNull();
+    expect(decide({ ...wireBase, cancelled: true, cut: CUT, output: 5 }).status).toBe("cancelled");
+  });
+  test("only reply text makes a cut turn truncated: tool calls alone are no partial answer", () => {
+    expect(decide({ ...wireBase, output: 4, replyChars: 0, cut: CUT }).status).toBe("failed");
+  });
+  test("a truncated turn keeps the cause's retry hint", () => {
+    expect(decide({ ...wireBase, output: 3, replyChars: 3, cut: CUT }).retry?.retryable).toBe(true);
+  });
+});
+
+describe("decide — proxy mode: the client hung up, then the agent died", () => {
+  // The proxy folds the dead agent's status into its error (agentError) and passes the exit.
+  const DEAD = cause("agent exited with status 2: boom", "crash");
+  // clientGone, exit code, exit signal, cancelled -> status, error message
+  const rows: Array<[boolean, number | null, string | null, boolean, string, string | null]> = [
+    [true, 0, null, false, "cancelled", null],
+    [true, null, "SIGTERM", false, "cancelled", null],
+    [true, null, "SIGKILL", false, "cancelled", null],
+    // A failure status after the client hung up is still the agent's failure.
+    [true, 2, null, false, "failed", "agent exited with status 2: boom"],
+    [true, 2, null, true, "cancelled", null],
+    [false, 0, null, false, "failed", "agent exited with status 2: boom"],
+    [false, null, "SIGTERM", false, "failed", "agent exited with status 2: boom"],
+    [false, 2, null, false, "failed", "agent exited with status 2: boom"],
+    [false, 2, null, true, "cancelled", null],
+  ];
+  for (const [clientGone, code, signal, cancelled, status, message] of rows) {
+    test(`clientGone=${clientGone} exit=${code ?? signal} cancelled=${cancelled}`, () => {
+      const facts = { ...base, clientGone, cancelled, exit: { code, signal }, agentError: DEAD };
+      const d = decide(facts);
+      expect([d.status, d.error?.message ?? null]).toEqual([status, message]);
+      expect(givenUp(facts)).toBe(status === "cancelled");
+    });
+  }
+
+  test("without an exit (the agent answered), a gone client decides nothing", () => {
+    expect(decide({ ...base, clientGone: true, stopReason: "end_turn", output: 3 }).status)
+      .toBe("ok");
+    expect(givenUp({ cancelled: false, clientGone: true, exit: null })).toBe(false);
+  });
+});
+
+describe("decide — run mode: the agent could not be started", () => {
+  const NOT_STARTED: Cause = {
+    error: {
+      code: 127,
+      message: "nope: command not found",
+      category: "crash",
+      anchor: null,
+      source: null,
+    },
+    retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
+  };
+  test("is failed with its cause, whatever else is known", () => {
+    for (const other of [{}, { cancelled: true }, { timeout: LOG }, { output: 5, logCause: LOG }]) {
+      expect(decide({ ...base, ...other, notStarted: NOT_STARTED })).toEqual({
+        status: "failed",
+        error: NOT_STARTED.error,
+        retry: NOT_STARTED.retry,
+        swallowed: false,
+      });
+    }
+  });
+});

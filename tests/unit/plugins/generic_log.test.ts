@@ -1,0 +1,79 @@
+/**
+ * The generic HTTP/gRPC rules read the log lines of any profile that has logs, but only
+ * lines logged at error level: a custom profile's plain `ERROR ... 429 Too Many Requests`
+ * is a failed turn, not an empty one; the same words at WARN (a retry) are no cause.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { isErrorLine, logMessage } from "../../../plugins/generic.ts";
+import { homeEnv, turnguard } from "../../helpers/cli.ts";
+
+let home: string;
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "tg-genlog-"));
+});
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+describe("generic rules on log lines", () => {
+  test("logMessage: the message after the glog prefix or the level word", () => {
+    expect(logMessage("2026-03-02T10:15:04Z ERROR backend: 429")).toBe("backend: 429");
+    expect(logMessage("[ERROR] x")).toBe("x");
+    expect(logMessage("E0302 10:15:04.123456 1 x.go:1] UNAVAILABLE")).toBe("UNAVAILABLE");
+    expect(logMessage('{"level":"error","msg":"ERROR x"}')).toBe(
+      '{"level":"error","msg":"ERROR x"}',
+    );
+  });
+
+  test("isErrorLine: level words, glog E/F, JSON and logfmt levels", () => {
+    for (
+      const line of [
+        "2026-03-02T10:15:04Z ERROR backend: 429 Too Many Requests",
+        "[FATAL] model unreachable",
+        "E0302 10:15:04.123456 1 x.go:1] UNAVAILABLE",
+        '{"level":"error","msg":"429 Too Many Requests"}',
+        "ts=1 level=error msg=overloaded",
+      ]
+    ) expect({ line, error: isErrorLine(line) }).toEqual({ line, error: true });
+    for (
+      const line of [
+        "2026-03-02T10:15:04Z WARN retrying after 429 Too Many Requests (error 1 of 5)",
+        "W0302 10:15:04.123456 1 x.go:1] Error: RESOURCE_EXHAUSTED",
+        '{"level":"info","msg":"error budget ok"}',
+      ]
+    ) expect({ line, error: isErrorLine(line) }).toEqual({ line, error: false });
+  });
+
+  const turn = async (logLine: string) => {
+    const log = join(home, "gateway.log");
+    writeFileSync(log, "");
+    const config = join(home, "turnguard.toml");
+    writeFileSync(config, `[agent.custom]\nlogs = [${JSON.stringify(log)}]\n`);
+    const agent = join(home, "agent.sh");
+    writeFileSync(agent, `#!/bin/sh\necho '${logLine}' >> ${JSON.stringify(log)}\n`, {
+      mode: 0o755,
+    });
+    return await turnguard(
+      ["run", "--config", config, "--agent", "custom", "--outcome-json", "--", agent],
+      { env: homeEnv(home) },
+    );
+  };
+
+  test("a custom profile's ERROR 429 log line fails the turn (rate_limit), exit 1", async () => {
+    const r = await turn("2026-03-02T10:15:04Z ERROR backend: 429 Too Many Requests");
+    const o = JSON.parse(r.stdout);
+    expect([r.code, o.status, o.error.category, o.error.anchor, o.error.message]).toEqual([
+      1,
+      "failed",
+      "rate_limit",
+      "generic.rate-limit",
+      "backend: 429 Too Many Requests",
+    ]);
+  });
+
+  test("the same words at WARN are no cause: the turn is empty", async () => {
+    const r = await turn("2026-03-02T10:15:04Z WARN backend: 429 Too Many Requests, retrying");
+    expect(JSON.parse(r.stdout).status).toBe("empty");
+  });
+});
