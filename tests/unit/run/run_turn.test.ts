@@ -97,7 +97,7 @@ describe("runTurn", () => {
     const r = await turn("echo 'Error: 503 Service Unavailable' >&2; exit 3");
     expect(r.err).toBe("Error: 503 Service Unavailable\n");
     expect(r.outcome.status).toBe("failed");
-    expect(r.outcome.exit.code).toBe(3);
+    expect(r.outcome.exit?.code).toBe(3);
     expect(r.outcome.error?.message).toContain("503 Service Unavailable");
     expect(r.exitCode).toBe(3);
   });
