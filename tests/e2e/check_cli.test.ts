@@ -8,6 +8,7 @@ import { AnchorSchema } from "../../lib/plugin/api.ts";
 import { anchorsFor, findCause, type Finding } from "../../lib/cause/anchors.ts";
 import { explain, pickWinner } from "../../lib/cause/explain.ts";
 import { turnguard } from "../helpers/cli.ts";
+import { anchorLine } from "../helpers/anchors_toml.ts";
 
 let home: string;
 beforeAll(() => {
@@ -48,7 +49,11 @@ describe("turnguard check", () => {
     expect(lines[1]).toBe("code plugins: none");
     expect(lines[2]).toBe("profile agy — matches agy, antigravity");
     expect(lines[3]).toBe("  logs (glog): $HOME/.gemini/antigravity-cli/log/cli-*.log");
-    expect(lines[5]).toBe("    agy.executor  priority 300  on log  <embedded anchors.toml>:51");
+    expect(lines[5]).toBe(
+      `    agy.executor  priority 300  on log  <embedded anchors.toml>:${
+        anchorLine("agy.executor")
+      }`,
+    );
     expect(lines).toContain("profile claude — matches claude-agent-acp, claude-code-acp");
     expect(lines).toContain("profile (other commands)");
     expect(lines).toContain("    claude.error-kind  priority 160  on error  builtin:claude");

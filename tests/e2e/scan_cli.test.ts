@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, type Finished, MAIN, ROOT, turnguard } from "../helpers/cli.ts";
+import { anchorLine } from "../helpers/anchors_toml.ts";
 
 let home: string;
 let log: string;
@@ -103,7 +104,7 @@ describe("turnguard scan", () => {
       line: 3,
       kind: "log",
       anchor: "agy.executor",
-      origin: "<embedded anchors.toml>:51",
+      origin: `<embedded anchors.toml>:${anchorLine("agy.executor")}`,
       category: "quota",
       code: null,
       cause: `agent executor error: model unreachable: ${Q}.`,
@@ -205,19 +206,25 @@ describe("turnguard explain", () => {
     // The agy anchors and, since the line is logged at error level (E0707), the generic ones.
     expect(lines[1]).toBe("tried 13 anchor(s), highest priority first, then load order:");
     expect(lines[2]).toBe(
-      `  1. agy.executor  priority 300  <embedded anchors.toml>:51  matched: agent executor error: model unreachable: ${Q}.`,
+      `  1. agy.executor  priority 300  <embedded anchors.toml>:${
+        anchorLine("agy.executor")
+      }  matched: agent executor error: model unreachable: ${Q}.`,
     );
     expect(lines[3]).toStartWith("  2. agy.model-unreachable  priority 200");
     expect(lines[4]).toStartWith("  3. agy.resource-exhausted  priority 100");
     expect(lines[5]).toBe(
-      "  4. agy.unavailable  priority 100  <embedded anchors.toml>:72  no match",
+      `  4. agy.unavailable  priority 100  <embedded anchors.toml>:${
+        anchorLine("agy.unavailable")
+      }  no match`,
     );
     expect(lines[6]).toStartWith("  5. generic.quota  priority 90  builtin:generic  matched: ");
     expect(lines[7]).toStartWith(
       "  6. generic.rate-limit  priority 80  builtin:generic  matched: ",
     );
     expect(lines[11]).toBe(
-      "  10. agy.not-logged-in  priority 50  <embedded anchors.toml>:82  no match",
+      `  10. agy.not-logged-in  priority 50  <embedded anchors.toml>:${
+        anchorLine("agy.not-logged-in")
+      }  no match`,
     );
     expect(lines[15]).toStartWith("not tried (they do not read log inputs): generic.provider, ");
     expect(lines[16]).toBe(
