@@ -79,6 +79,15 @@ export const SECRET_RULES: readonly SecretRule[] = [
     ),
     replace: `$1$2${redactedMarker("secret")}`,
   },
+  /*
+   * A key cut short by a length cap (500 bytes of a cause, a reply's 64 KiB) is too short
+   * for the rules above, yet its first characters are still secret: a key prefix at the very
+   * end of the text, with the ellipsis a cap may add, goes as a whole.
+   */
+  rule(
+    "cut",
+    `${START}(?:sk-|AIza|gh[pousr]_|github_pat_|xox[abposr]-|AKIA|ASIA)[A-Za-z0-9_-]{0,40}(?=(?:…|\\.\\.\\.)?$)`,
+  ),
   {
     kind: "url",
     pattern: new RegExp(

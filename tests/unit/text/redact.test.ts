@@ -57,6 +57,22 @@ describe("redact: the secret corpus", () => {
     });
   }
 
+  test("a key cut short at the end of a capped text is gone too", () => {
+    const keys = CORPUS.filter(([, , , kind]) =>
+      ["anthropic", "openai", "google", "github", "aws", "slack"].includes(kind)
+    );
+    for (const [, secret] of keys) {
+      const prefix = /^(sk-|AIza|gh[pousr]_|github_pat_|xox[abposr]-|AKIA|ASIA)/.exec(secret);
+      expect(prefix).not.toBeNull();
+      for (let n = prefix![0].length; n < secret.length; n++) {
+        for (const tail of ["", "…", "..."]) {
+          const out = redact(`error: 401 invalid key ${secret.slice(0, n)}${tail}`);
+          expect(out).toBe(`error: 401 invalid key ${out.match(/\[REDACTED:[a-z]+\]/)?.[0]}${tail}`);
+        }
+      }
+    }
+  });
+
   test("a redacted JSON value stays valid JSON, keys and structure kept", () => {
     const value = {
       reply: { text: `here: ${CORPUS[0][1]}\n\tand "${CORPUS[5][1]}"` },
