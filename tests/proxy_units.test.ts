@@ -2,7 +2,7 @@
  * The proxy's functional core, table-tested: line splitting, message reading, request
  * tracking, turn state, error classification, rewrites and the end-of-turn decision.
  */
-import { isRetryable, retryReason } from "../lib/cause/classify.ts";
+import { isRetryable, retryReason } from "../lib/core/retry_hint.ts";
 import { describe, expect, test } from "bun:test";
 import { PassThrough } from "node:stream";
 import { compileAnchor, DeclarativeAnchorSchema } from "../lib/cause/anchors.ts";

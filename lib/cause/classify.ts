@@ -7,25 +7,8 @@ import type { Cause } from "../core/decide.ts";
 import type { Category, RetryHint } from "../core/outcome.ts";
 import type { AnchorHit, LoadedAnchor } from "../plugin/api.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
-import { parseRecovery } from "../core/retry_hint.ts";
-import { classifiedHead, formatDuration } from "../text/text.ts";
-
-/**
- * Categories a later attempt can fix by itself (quota only once it has reset). A timeout
- * is not among them: a turn that went silent may have done work, so repeating it is the
- * operator's call, not an automatic one.
- */
-export const RETRYABLE: ReadonlySet<Category> = new Set([
-  "quota",
-  "rate_limit",
-  "capacity",
-  "network",
-]);
-
-/** Whether a failure may be retried: a retryable category, and a quota only with a reset time. */
-export function isRetryable(category: Category, afterMs: number | null): boolean {
-  return RETRYABLE.has(category) && (category !== "quota" || afterMs !== null);
-}
+import { parseRecovery, retryHint } from "../core/retry_hint.ts";
+import { classifiedHead } from "../text/text.ts";
 
 /** A classified failure: its category and the retry hint. */
 export interface Classification {
@@ -71,17 +54,7 @@ export function classify(
     (Number.isFinite(fromAt) ? Math.max(0, fromAt) : null) ??
     parsed?.afterMs ?? null;
   const at = afterMs !== null ? new Date(now + afterMs).toISOString() : null;
-  const retryable = isRetryable(category, afterMs);
-  return { category, retry: { retryable, reason: retryReason(category, afterMs), afterMs, at } };
-}
-
-/** A short human reason for a retry hint: `quota resets in 40h52m`, `auth: not retryable`. */
-export function retryReason(category: Category, afterMs: number | null): string {
-  if (!RETRYABLE.has(category)) return `${category}: not retryable`;
-  if (afterMs === null) {
-    return category === "quota" ? "quota: no reset time given" : `${category}: retry with backoff`;
-  }
-  return `${category}: retry in ${formatDuration(afterMs)}`;
+  return { category, retry: retryHint(category, { afterMs, at }) };
 }
 
 /** A usable delay (finite, not negative), or null. */
@@ -93,11 +66,6 @@ function finiteOrNull(ms: number | undefined): number | null {
 export function timeoutCause(message: string): Cause {
   return {
     error: { code: null, message, category: "timeout", anchor: null, source: null },
-    retry: {
-      retryable: isRetryable("timeout", null),
-      reason: retryReason("timeout", null),
-      afterMs: null,
-      at: null,
-    },
+    retry: retryHint("timeout"),
   };
 }

@@ -3,6 +3,7 @@
  * every combination; everything that touches processes, files and clocks stays outside.
  */
 import type { RetryHint, Status, TurnError } from "./outcome.ts";
+import { retryHint } from "./retry_hint.ts";
 
 /** A classified cause: the error as the Outcome shows it and its retry hint. */
 export interface Cause {
@@ -26,6 +27,11 @@ export interface TurnFacts {
   clientGone?: boolean;
   /** How the agent process ended (run mode; proxy mode: the agent died during the turn). */
   exit: { code: number | null; signal: string | null } | null;
+  /**
+   * Proxy mode: the agent process died during the turn (an agent that serves a session is
+   * meant to outlive its turns); `agentError` then holds its exit status and last words.
+   */
+  diedMidTurn?: boolean;
   /** Run mode: the agent could not be started, and why (the turn never ran). */
   notStarted?: Cause | null;
   /** Proxy mode: the agent's stopReason, when it answered with a result. */
@@ -67,6 +73,8 @@ export interface Decision {
   error: TurnError | null;
   retry: RetryHint | null;
   swallowed: boolean;
+  /** What the facts showed that did not change the status (a diagnostic for the Outcome). */
+  note?: string;
 }
 
 const ok = (status: Status): Decision => ({ status, error: null, retry: null, swallowed: false });
@@ -111,13 +119,27 @@ export function exitCause(exit: { code: number | null; signal: string | null }):
       anchor: null,
       source: null,
     },
-    retry: {
-      retryable: false,
-      reason: "the agent failed without a known cause",
-      afterMs: null,
-      at: null,
-    },
+    retry: { ...retryHint("unknown"), reason: "the agent failed without a known cause" },
   };
+}
+
+/**
+ * An agent that died mid-turn whose last words name no known category, with no log cause
+ * either, crashed: the category is `crash` (not retryable), whatever its words said of
+ * when to retry.
+ */
+function asCrash(agent: Cause): Cause {
+  return {
+    error: { ...agent.error, category: "crash" },
+    retry: retryHint("crash", agent.retry),
+  };
+}
+
+/** The agent's error as decide weighs it: a mid-turn death of no known cause is a crash. */
+function agentErrorOf(f: TurnFacts): Cause | null {
+  const e = f.agentError;
+  if (!e || !f.diedMidTurn || e.error.category !== "unknown" || f.logCause) return e;
+  return asCrash(e);
 }
 
 /**
@@ -133,8 +155,34 @@ export function givenUp(f: Pick<TurnFacts, "cancelled" | "clientGone" | "exit">)
   return f.exit.code === 0 || f.exit.signal !== null;
 }
 
-/** Decides a turn's status, error and retry hint. */
+/**
+ * Whether the turn's log cause can change the decision, so its logs are worth reading: the
+ * turn was not cut short by the timeout nor given up on, and either the agent's error names
+ * no known category or the agent gave no answer at all.
+ */
+export function needsLogCause(
+  f: Pick<TurnFacts, "cancelled" | "clientGone" | "exit" | "timeout" | "agentError" | "output">,
+): boolean {
+  if (f.timeout || givenUp(f)) return false;
+  return f.agentError ? f.agentError.error.category === "unknown" : f.output === 0;
+}
+
+/**
+ * Decides a turn's status, error and retry hint. A failure the turn's streamed text reads
+ * as, in a turn that ended normally, is said in a note and changes nothing.
+ */
 export function decide(f: TurnFacts): Decision {
+  const d = decideStatus({ ...f, agentError: agentErrorOf(f) });
+  if (!f.textCause || d.status !== "ok") return d;
+  const { category, anchor } = f.textCause.error;
+  return {
+    ...d,
+    note:
+      `the agent's reply reads as a ${category} failure (anchor ${anchor}); the turn ended normally, so it stays ok`,
+  };
+}
+
+function decideStatus(f: TurnFacts): Decision {
   if (f.notStarted) return failed(f.notStarted);
   if (f.timeout) return failed(f.timeout);
   if (givenUp(f) || f.stopReason === "cancelled") return ok("cancelled");

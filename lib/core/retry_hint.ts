@@ -1,9 +1,59 @@
 /**
- * Reads "when does it recover" out of an error text, in the wordings agents really use:
- * `Resets in 40h52m46s`, `retry in 1.48s`, `retryDelay: "37s"`, `Retry-After: 120`,
- * `You will regain access on 2026-01-01 at 00:00 UTC`, `resets in 3h 21min`.
- * Pure: the caller passes the clock.
+ * Retry hints: the one builder of a failure's RetryHint (`retryHint`: retryable or not, why,
+ * and when), and the reading of "when does it recover" out of an error text, in the
+ * wordings agents really use: `Resets in 40h52m46s`, `retry in 1.48s`, `retryDelay: "37s"`,
+ * `Retry-After: 120`, `You will regain access on 2026-01-01 at 00:00 UTC`,
+ * `resets in 3h 21min`. Pure: the caller passes the clock.
  */
+import type { Category, RetryHint } from "./outcome.ts";
+import { formatDuration } from "../text/text.ts";
+
+/**
+ * Categories a later attempt can fix by itself (quota only once it has reset). A timeout
+ * is not among them: a turn that went silent may have done work, so repeating it is the
+ * operator's call, not an automatic one.
+ */
+export const RETRYABLE: ReadonlySet<Category> = new Set([
+  "quota",
+  "rate_limit",
+  "capacity",
+  "network",
+]);
+
+/** Whether a failure may be retried: a retryable category, and a quota only with a reset time. */
+export function isRetryable(category: Category, afterMs: number | null): boolean {
+  return RETRYABLE.has(category) && (category !== "quota" || afterMs !== null);
+}
+
+/** A short human reason for a retry hint: `quota resets in 40h52m`, `auth: not retryable`. */
+export function retryReason(category: Category, afterMs: number | null): string {
+  if (!RETRYABLE.has(category)) return `${category}: not retryable`;
+  if (afterMs === null) {
+    return category === "quota" ? "quota: no reset time given" : `${category}: retry with backoff`;
+  }
+  return `${category}: retry in ${formatDuration(afterMs)}`;
+}
+
+/** When a failure recovers, as far as is known: a delay and the time it ends. */
+export interface RecoveryTime {
+  afterMs: number | null;
+  at: string | null;
+}
+
+const UNKNOWN_TIME: RecoveryTime = { afterMs: null, at: null };
+
+/**
+ * The one builder of a RetryHint: whether a failure of `category` may be retried, and why,
+ * given when it recovers (unknown by default). Every hint an Outcome carries is built here.
+ */
+export function retryHint(category: Category, when: RecoveryTime = UNKNOWN_TIME): RetryHint {
+  return {
+    retryable: isRetryable(category, when.afterMs),
+    reason: retryReason(category, when.afterMs),
+    afterMs: when.afterMs,
+    at: when.at,
+  };
+}
 
 /** A recovery time found in a text: a delay, an absolute time, or both. */
 export interface RecoveryHint {

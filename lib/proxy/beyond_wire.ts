@@ -4,7 +4,7 @@
  * gathered into the facts `decide` takes, plus the reply text that is the final answer
  * when the turn recovered or re-streamed its reply. Pure given the records already read.
  */
-import { isRetryable, retryReason } from "../cause/classify.ts";
+import { retryHint } from "../core/retry_hint.ts";
 import type { Cause } from "../core/decide.ts";
 import type { LoadedAnchor, LoadedRecordReader } from "../plugin/api.ts";
 import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
@@ -44,12 +44,7 @@ export interface BeyondWireInput {
 export function contradictionCause(message: string): Cause {
   return {
     error: { code: null, message, category: "unknown", anchor: "wire", source: null },
-    retry: {
-      retryable: isRetryable("unknown", null),
-      reason: retryReason("unknown", null),
-      afterMs: null,
-      at: null,
-    },
+    retry: retryHint("unknown"),
   };
 }
 

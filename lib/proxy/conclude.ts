@@ -5,8 +5,8 @@
  * function, called only when the decision needs it.
  */
 import { findCause } from "../cause/anchors.ts";
-import { classify, isRetryable, retryReason, timeoutCause } from "../cause/classify.ts";
-import { type Cause, decide, type Decision, givenUp } from "../core/decide.ts";
+import { classify, timeoutCause } from "../cause/classify.ts";
+import { type Cause, decide, type Decision, needsLogCause } from "../core/decide.ts";
 import { buildOutcome } from "../core/build_outcome.ts";
 import type { LogCauseResult } from "../cause/log_cause.ts";
 import type { Outcome } from "../core/outcome.ts";
@@ -110,25 +110,12 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   const timeout = end.kind === "timeout" ? silenceCause(end.silentMs) : null;
   const exit = end.kind === "exit" ? { code: end.code, signal: end.signal } : null;
   const clientGone = end.kind === "exit" && end.clientGone === true;
-
-  const needsLog = timeout === null && !givenUp({ cancelled: turn.cancelled, clientGone, exit }) &&
-    (agentError ? agentError.error.category === "unknown" : output === 0);
   let logCause: Cause | null = null;
-  if (needsLog) {
+
+  if (needsLogCause({ cancelled: turn.cancelled, clientGone, exit, timeout, agentError, output })) {
     const scanned = input.scanLogs();
     diagnostics.push(...scanned.diagnostics);
     logCause = scanned.cause;
-  }
-  if (agentError && end.kind === "exit" && agentError.error.category === "unknown" && !logCause) {
-    const { afterMs } = agentError.retry;
-    agentError = {
-      error: { ...agentError.error, category: "crash" },
-      retry: {
-        ...agentError.retry,
-        retryable: isRetryable("crash", afterMs),
-        reason: retryReason("crash", afterMs),
-      },
-    };
   }
 
   // Evidence beyond the wire, for a turn the agent ended as whole (docs/EVIDENCE.md).
@@ -150,6 +137,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     cancelled: turn.cancelled,
     clientGone,
     exit,
+    diedMidTurn: end.kind === "exit",
     stopReason,
     agentError,
     errorStop,
@@ -161,11 +149,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     recordedStop: beyond?.recordedStop ?? null,
     replyChars: turn.chars,
   });
-  if (textCause && decision.status === "ok") {
-    diagnostics.push(
-      `the agent's reply reads as a ${textCause.cause.error.category} failure (anchor ${textCause.anchor}); the turn ended normally, so it stays ok`,
-    );
-  }
+  if (decision.note) diagnostics.push(decision.note);
 
   if (turn.uninspected > 0) {
     diagnostics.push(

@@ -4,7 +4,7 @@
  * `error.data.turnguard`, and the errors that answer a prompt the agent cannot answer
  * (silent turn, dead agent). Pure: messages in, messages out.
  */
-import { isRetryable, retryReason } from "../cause/classify.ts";
+import { retryHint } from "../core/retry_hint.ts";
 import type { Outcome } from "../core/outcome.ts";
 import { isObject, type JsonObject, type JsonRpcId } from "../acp/jsonrpc.ts";
 
@@ -59,12 +59,7 @@ function requestFailure(
   return turnguardData({
     status: "failed",
     error: { code, message, category, anchor: null, source: null },
-    retry: {
-      retryable: isRetryable(category, null),
-      reason: retryReason(category, null),
-      afterMs: null,
-      at: null,
-    },
+    retry: retryHint(category),
     stopReason: null,
   });
 }

@@ -8,6 +8,7 @@ import { classify, timeoutCause } from "../cause/classify.ts";
 import type { Profile } from "../config/config.ts";
 import { type Cause, decide, type TurnFacts } from "../core/decide.ts";
 import { buildOutcome } from "../core/build_outcome.ts";
+import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
 import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
@@ -382,7 +383,7 @@ function spawnFailure(
     exit: null,
     notStarted: {
       error: { code: exitCode, message, category: "crash", anchor: null, source: null },
-      retry: { retryable: false, reason: "crash: not retryable", afterMs: null, at: null },
+      retry: retryHint("crash"),
     },
     stopReason: null,
     agentError: null,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { isRetryable, retryReason } from "../../lib/cause/classify.ts";
+import { isRetryable, retryReason } from "../../lib/core/retry_hint.ts";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DENO } from "../helpers/cli.ts";

@@ -4,6 +4,7 @@ import {
   decide,
   exitCause,
   givenUp,
+  needsLogCause,
   type TurnFacts,
 } from "../../../lib/core/decide.ts";
 
@@ -308,4 +309,214 @@ describe("decide — run mode: the agent could not be started", () => {
       });
     }
   });
+});
+
+describe("decide — proxy mode: the agent died mid-turn (its last words as the agent error)", () => {
+  const words = (category: Cause["error"]["category"], afterMs: number | null = null): Cause => ({
+    error: {
+      code: 2,
+      message: "agent exited with status 2: boom",
+      category,
+      anchor: null,
+      source: null,
+    },
+    retry: { retryable: false, reason: "r", afterMs, at: afterMs === null ? null : "t" },
+  });
+  const TEXT = cause("You've hit your usage limit", "quota");
+  // diedMidTurn, exit, words' category, log cause?, streamed text cause?
+  //   -> status, category, message, retryable
+  const rows: Array<
+    [
+      boolean,
+      string,
+      Cause["error"]["category"],
+      boolean,
+      boolean,
+      string,
+      string | null,
+      string | null,
+      boolean | null,
+    ]
+  > = [
+    // No known cause anywhere: the agent crashed.
+    [
+      true,
+      "2",
+      "unknown",
+      false,
+      false,
+      "failed",
+      "crash",
+      "agent exited with status 2: boom",
+      false,
+    ],
+    [
+      true,
+      "0",
+      "unknown",
+      false,
+      false,
+      "failed",
+      "crash",
+      "agent exited with status 2: boom",
+      false,
+    ],
+    [
+      true,
+      "SIGKILL",
+      "unknown",
+      false,
+      false,
+      "failed",
+      "crash",
+      "agent exited with status 2: boom",
+      false,
+    ],
+    // A crash is a crash before the streamed text is read.
+    [
+      true,
+      "2",
+      "unknown",
+      false,
+      true,
+      "failed",
+      "crash",
+      "agent exited with status 2: boom",
+      false,
+    ],
+    // Its last words name a category: that stands.
+    [
+      true,
+      "2",
+      "network",
+      false,
+      false,
+      "failed",
+      "network",
+      "agent exited with status 2: boom",
+      false,
+    ],
+    // The log names the cause: it sharpens the unknown words (no crash).
+    [true, "2", "unknown", true, false, "failed", "quota", "from the log", true],
+    [true, "2", "unknown", true, true, "failed", "quota", "You've hit your usage limit", true],
+    // Run mode (the agent is meant to exit): unknown words stay unknown.
+    [
+      false,
+      "2",
+      "unknown",
+      false,
+      false,
+      "failed",
+      "unknown",
+      "agent exited with status 2: boom",
+      false,
+    ],
+    [false, "2", "unknown", false, true, "failed", "quota", "You've hit your usage limit", true],
+  ];
+  for (const [died, ex, category, hasLog, hasText, status, cat, message, retryable] of rows) {
+    test(`died=${died} exit=${ex} words=${category} log=${hasLog} text=${hasText}`, () => {
+      const exit = ex.startsWith("SIG")
+        ? { code: null, signal: ex }
+        : { code: Number(ex), signal: null };
+      const d = decide({
+        ...base,
+        exit,
+        diedMidTurn: died,
+        agentError: words(category),
+        logCause: hasLog ? LOG : null,
+        textCause: hasText ? TEXT : null,
+      });
+      expect([
+        d.status,
+        d.error?.category ?? null,
+        d.error?.message ?? null,
+        d.retry?.retryable ?? null,
+      ])
+        .toEqual([status, cat, message, retryable]);
+    });
+  }
+
+  test("a crash is not retryable, whatever its words said of when; the time is kept", () => {
+    const d = decide({
+      ...base,
+      exit: { code: 1, signal: null },
+      diedMidTurn: true,
+      agentError: words("unknown", 5000),
+    });
+    expect(d.retry).toEqual({
+      retryable: false,
+      reason: "crash: not retryable",
+      afterMs: 5000,
+      at: "t",
+    });
+  });
+});
+
+describe("decide — the streamed text of a turn that ended normally", () => {
+  const TEXT: Cause = {
+    ...cause("You've hit your usage limit", "quota"),
+    error: { ...cause("x").error, message: "usage limit", anchor: "t.quota" },
+  };
+  // stop reason, output, text cause? -> status, note?
+  const rows: Array<[string, number, boolean, string, boolean]> = [
+    ["end_turn", 28, true, "ok", true],
+    ["end_turn", 28, false, "ok", false],
+    ["max_tokens", 28, true, "truncated", false],
+    ["refusal", 28, true, "refused", false],
+    ["cancelled", 28, true, "cancelled", false],
+  ];
+  for (const [stopReason, output, hasText, status, noted] of rows) {
+    test(`${stopReason} out=${output} text=${hasText} -> ${status}${noted ? " + note" : ""}`, () => {
+      const d = decide({ ...base, stopReason, output, textCause: hasText ? TEXT : null });
+      expect([d.status, d.error, d.note ?? null]).toEqual([
+        status,
+        null,
+        noted
+          ? "the agent's reply reads as a quota failure (anchor t.quota); the turn ended normally, so it stays ok"
+          : null,
+      ]);
+    });
+  }
+  test("a failed turn has no note: the text's cause is in its error", () => {
+    const d = decide({
+      ...base,
+      agentError: { ...cause("Internal error", "unknown"), wrapper: true },
+      textCause: TEXT,
+      output: 28,
+    });
+    expect([d.status, d.error?.message, d.note]).toEqual(["failed", "usage limit", undefined]);
+  });
+});
+
+describe("needsLogCause — whether the logs can change the decision", () => {
+  const T = cause("silent", "timeout");
+  // timeout?, cancelled, clientGone + exit 0, agent error category (or none), output -> reads
+  const rows: Array<
+    [boolean, boolean, boolean, Cause["error"]["category"] | null, number, boolean]
+  > = [
+    [false, false, false, null, 0, true],
+    [false, false, false, null, 5, false],
+    [false, false, false, "unknown", 5, true],
+    [false, false, false, "unknown", 0, true],
+    [false, false, false, "auth", 0, false],
+    [false, false, false, "auth", 5, false],
+    [true, false, false, null, 0, false],
+    [true, false, false, "unknown", 0, false],
+    [false, true, false, null, 0, false],
+    [false, true, false, "unknown", 0, false],
+    [false, false, true, "unknown", 0, false],
+    [false, false, true, null, 0, false],
+  ];
+  for (const [timeout, cancelled, gone, category, output, reads] of rows) {
+    test(`timeout=${timeout} cancelled=${cancelled} gone=${gone} err=${category} out=${output}`, () => {
+      expect(needsLogCause({
+        timeout: timeout ? T : null,
+        cancelled,
+        clientGone: gone,
+        exit: gone ? { code: 0, signal: null } : null,
+        agentError: category ? cause("e", category) : null,
+        output,
+      })).toBe(reads);
+    });
+  }
 });
