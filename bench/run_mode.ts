@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { embeddedConfig, mergeConfigs, type Profile } from "../lib/config/config.ts";
 import { findLogCause, snapshotProfileLogs } from "../lib/cause/log_cause.ts";
+import { buildClassifier } from "../lib/cause/classifier.ts";
 import { AnchorSchema } from "../lib/plugin/api.ts";
 import { builtinPlugins } from "../lib/config/packs.ts";
 
@@ -49,10 +50,10 @@ try {
     logFormat: "glog",
     anchors: null,
   };
-  const anchors = [
+  const classifier = buildClassifier([
     ...builtinPlugins().anchors,
     ...mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) => v.parse(AnchorSchema, a)),
-  ];
+  ]);
   const scanTimes: number[] = [];
   for (let r = 0; r < 10; r++) {
     const t0 = performance.now();
@@ -65,7 +66,7 @@ try {
       spawnedAt: Date.now(),
       pid: 84,
       profile,
-      anchors,
+      classifier,
       now: Date.now(),
     });
     if (result.cause) throw new Error("benchmark log must be clean");

@@ -12,7 +12,7 @@ import { JournalWriter } from "../lib/journal/writer.ts";
 import { journalHooks, type NoRetryRecorder } from "../lib/proxy/journal_hooks.ts";
 import { composeHooks, type TurnHooks } from "../lib/proxy/hooks.ts";
 import { runProxy } from "../lib/proxy/proxy.ts";
-import { loadRegistry, profileAnchors, selectProfile } from "../lib/config/registry.ts";
+import { loadRegistry, profileClassifier, selectProfile } from "../lib/config/registry.ts";
 import { TurnRecorder } from "../lib/retry/turn_recorder.ts";
 import type { JournalRecord } from "../lib/journal/records.ts";
 import type { RetryPolicy, ScheduledRetry } from "../lib/retry/policy.ts";
@@ -68,7 +68,7 @@ async function proxyWith(hooks: TurnHooks, c: ReturnType<typeof client>) {
     command: BUN,
     args: [AGENT],
     profile,
-    anchors: profileAnchors(registry.anchors, profile),
+    classifier: profileClassifier(registry, profile),
     env,
     input: c.input,
     output: c.output,

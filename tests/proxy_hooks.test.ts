@@ -7,6 +7,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
+import { buildClassifier } from "../lib/cause/classifier.ts";
 import type { Outcome } from "../lib/core/outcome.ts";
 import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
 import type { TurnHooks } from "../lib/proxy/hooks.ts";
@@ -55,7 +56,7 @@ function start(hooks: TurnHooks, extra: Partial<ProxyOptions> = {}) {
     command: BUN,
     args: [AGENT],
     profile: { name: "fake", match: [], logs: [], logFormat: "plain", anchors: null },
-    anchors: [],
+    classifier: buildClassifier([]),
     env: testEnv(s),
     input: client.input,
     output: client.output,

@@ -6,6 +6,7 @@ import { isRetryable, retryReason } from "../lib/core/retry_hint.ts";
 import { describe, expect, test } from "bun:test";
 import { PassThrough } from "node:stream";
 import { compileAnchor, DeclarativeAnchorSchema } from "../lib/cause/anchors.ts";
+import { buildClassifier, type Classifier } from "../lib/cause/classifier.ts";
 import * as v from "valibot";
 import { concludeTurn, exitMessage, type TurnEnd } from "../lib/proxy/conclude.ts";
 import {
@@ -612,11 +613,11 @@ describe("provider messages", () => {
   });
 });
 
-/** Anchors made here, with generic categories, so the tests own them. */
-function anchors(): LoadedAnchor[] {
+/** A classifier of anchors made here, with generic categories, so the tests own them. */
+function anchors(): Classifier {
   const decl = (o: Record<string, unknown>) =>
     v.parse(AnchorSchema, compileAnchor(v.parse(DeclarativeAnchorSchema, o)));
-  return [
+  return buildClassifier([
     decl({
       id: "t.quota",
       regex: "quota (reached|exceeded)|usage limit",
@@ -647,7 +648,7 @@ function anchors(): LoadedAnchor[] {
             : null,
       }),
     ),
-  ];
+  ]);
 }
 
 describe("errorCause", () => {
@@ -814,7 +815,7 @@ describe("concludeTurn", () => {
       turn: t,
       end,
       agent: "fake",
-      anchors: anchors(),
+      classifier: anchors(),
       endedAt: 5000,
       rewriteErrors,
       scanLogs:

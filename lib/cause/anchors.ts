@@ -9,13 +9,13 @@ import {
   type AnchorHit,
   AnchorHitSchema,
   type AnchorInput,
-  type AnchorInputKind,
   defineAnchor,
   type LoadedAnchor,
 } from "../plugin/api.ts";
 import { capUtf8, classifiedHead, dewrapGlog, oneLine } from "../text/text.ts";
 import { jsonText } from "../text/json.ts";
 import { callPlugin } from "../plugin/call.ts";
+import type { Classifier } from "./classifier.ts";
 
 /** Longest cause kept, in bytes of UTF-8. */
 export const MAX_CAUSE_BYTES = 500;
@@ -138,18 +138,6 @@ export interface MatchResult {
   diagnostics: string[];
 }
 
-/** Anchors that handle any of `kinds`, highest priority first (stable for equal priorities). */
-export function anchorsFor(
-  anchors: readonly LoadedAnchor[],
-  kinds: ReadonlySet<AnchorInputKind>,
-): LoadedAnchor[] {
-  return anchors
-    .map((anchor, order) => ({ anchor, order }))
-    .filter(({ anchor }) => anchor.on.some((kind) => kinds.has(kind)))
-    .sort((a, b) => b.anchor.priority - a.anchor.priority || a.order - b.order)
-    .map(({ anchor }) => anchor);
-}
-
 /** Calls one anchor on one input; a throwing or malformed plugin becomes a diagnostic. */
 export function tryMatch(
   anchor: LoadedAnchor,
@@ -166,16 +154,16 @@ export function tryMatch(
 }
 
 /**
- * Finds the terminal cause among `inputs` (oldest first). The highest-priority anchor that
- * matches anywhere wins (most specific first); among its matches the last one wins, since
+ * Finds the terminal cause among `inputs` (oldest first) with the profile's classifier. The
+ * highest-priority anchor that matches anywhere wins (most specific first); among its matches the last one wins, since
  * agents that retry log the same anchor again and again before they give up.
  */
 export function findCause(
-  anchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   inputs: readonly AnchorInput[],
 ): MatchResult {
   const diagnostics: string[] = [];
-  const candidates = anchorsFor(anchors, new Set(inputs.map((i) => i.kind)));
+  const candidates = classifier.candidates(inputs.map((i) => i.kind));
   for (const anchor of candidates) {
     for (let i = inputs.length - 1; i >= 0; i--) {
       if (!anchor.on.includes(inputs[i].kind)) continue;

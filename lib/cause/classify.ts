@@ -1,11 +1,12 @@
 /**
  * Classification: gives every failure a category and, where the text says when it
- * recovers, a retry hint. Pure: anchors and the clock are passed in.
+ * recovers, a retry hint. Pure: the profile's classifier and the clock are passed in.
  */
-import { findCause } from "./anchors.ts";
+import { findCause, tryMatch } from "./anchors.ts";
+import type { Classifier } from "./classifier.ts";
 import type { Cause } from "../core/decide.ts";
 import type { Category, RetryHint } from "../core/outcome.ts";
-import type { AnchorHit, LoadedAnchor } from "../plugin/api.ts";
+import type { AnchorHit } from "../plugin/api.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { parseRecovery, retryHint } from "../core/retry_hint.ts";
 import { classifiedHead } from "../text/text.ts";
@@ -18,35 +19,31 @@ export interface Classification {
 
 /**
  * Classifies a cause. The category is the hit's own when its anchor knows it, else that of
- * the highest-priority `text` anchor matching the cause, else `unknown`. The retry hint is
- * the hit's own, else read from the cause text.
+ * the highest-priority `text` anchor of the profile matching the cause, else `unknown` (an
+ * anchor that only finds the message, a pack's reader of an error shape that says no
+ * category, yields to the next). The retry hint is the hit's own, else the first one a
+ * matching text anchor gives, else read from the cause text.
  */
 export function classify(
   cause: string,
   hit: AnchorHit | undefined,
-  textAnchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   now: number,
   diagnostics: string[] = [],
 ): Classification {
   let category = hit?.category;
   let retryFromText = hit?.retry;
   if (category === undefined) {
-    // The first anchor that gives a category: one that only finds the message (a pack's
-    // reader of an error shape that says no category) yields to the next.
-    let pool = textAnchors;
-    for (;;) {
-      const { finding, diagnostics: d } = withPluginBudget(() =>
-        findCause(pool, [{ kind: "text", text: cause }])
-      );
-      diagnostics.push(...d);
-      if (finding === null || finding.hit.category !== undefined) {
-        category = finding?.hit.category ?? "unknown";
-        retryFromText ??= finding?.hit.retry;
-        break;
+    const input = { kind: "text" as const, text: cause };
+    category = withPluginBudget(() => {
+      for (const anchor of classifier.text) {
+        const found = tryMatch(anchor, input, diagnostics);
+        if (!found) continue;
+        retryFromText ??= found.retry;
+        if (found.category !== undefined) return found.category;
       }
-      retryFromText ??= finding.hit.retry;
-      pool = pool.filter((a) => a !== finding.anchor);
-    }
+      return "unknown";
+    });
   }
   const parsed = parseRecovery(classifiedHead(cause), now);
   const fromAt = retryFromText?.at ? Date.parse(retryFromText.at) - now : NaN;
@@ -55,6 +52,36 @@ export function classify(
     parsed?.afterMs ?? null;
   const at = afterMs !== null ? new Date(now + afterMs).toISOString() : null;
   return { category, retry: retryHint(category, { afterMs, at }) };
+}
+
+/**
+ * The failure a streamed text reads as, when the profile's text anchors give it a
+ * category: agents stream the cause as a notice before they answer with a bare error
+ * ("Authentication required"). The first text anchor that matches decides; one that gives
+ * no category makes the text no failure.
+ */
+export function textCause(
+  text: string,
+  classifier: Classifier,
+  now: number,
+  diagnostics: string[],
+): Cause | null {
+  if (classifier.text.length === 0) return null;
+  const found = findCause(classifier, [{ kind: "text", text }]);
+  diagnostics.push(...found.diagnostics);
+  if (!found.finding?.hit.category) return null;
+  const { hit, anchor } = found.finding;
+  const { category, retry } = classify(hit.cause, hit, classifier, now, diagnostics);
+  return {
+    error: {
+      code: hit.code ?? null,
+      message: hit.cause,
+      category,
+      anchor: anchor.id,
+      source: null,
+    },
+    retry,
+  };
 }
 
 /** A usable delay (finite, not negative), or null. */

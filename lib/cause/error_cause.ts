@@ -1,6 +1,6 @@
 /**
  * Classifies a JSON-RPC error object an agent answered a prompt with into a Cause: the
- * profile's anchors look at it as an `{kind: "error"}` input; the readable message is the
+ * profile's anchors (its classifier) look at it as an `{kind: "error"}` input; the readable message is the
  * anchor's cause, else the provider's inner message (agents pass raw provider JSON such
  * as `{"error":{"code":429,"message":"...","status":"RESOURCE_EXHAUSTED"}}` as the
  * message; read by lib/cause/provider_error.ts, the one reader of provider errors), and
@@ -9,7 +9,8 @@
 import { findCause, inputText, MAX_CAUSE_BYTES, tidyCause } from "./anchors.ts";
 import { classify } from "./classify.ts";
 import type { Cause } from "../core/decide.ts";
-import type { AnchorInput, LoadedAnchor } from "../plugin/api.ts";
+import type { AnchorInput } from "../plugin/api.ts";
+import type { Classifier } from "./classifier.ts";
 import { oneLine, utf8Length } from "../text/text.ts";
 import { type JsonObject } from "../acp/jsonrpc.ts";
 import { isObject, jsonText } from "../text/json.ts";
@@ -92,16 +93,15 @@ export interface ErrorCauseResult {
  */
 export function errorCause(
   error: JsonObject,
-  anchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   now: number,
 ): ErrorCauseResult {
   const input = errorInput(error);
-  const found = findCause(anchors, [input]);
+  const found = findCause(classifier, [input]);
   const diagnostics = [...found.diagnostics];
   const hit = found.finding?.hit;
   const message = hit && !echoesInput(hit.cause, input) ? hit.cause : readableMessage(error);
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
-  const { category, retry } = classify(inputText(input), hit, textAnchors, now, diagnostics);
+  const { category, retry } = classify(inputText(input), hit, classifier, now, diagnostics);
   const ownCode = typeof error.code === "number" || typeof error.code === "string"
     ? error.code
     : null;

@@ -1,11 +1,12 @@
 /**
  * Explains the matcher's choice for one input: every anchor in the order the matcher tries
  * it, what each said, and why the winner won. For plugin authors (`turnguard explain`). The
- * order is the matcher's own (anchorsFor, tryMatch); each anchor runs once, and the winner
+ * order is the matcher's own (the classifier's candidates, tryMatch); each anchor runs once, and the winner
  * is taken from those runs by the matcher's rule (pickWinner), so a plugin's side effects
  * and budget are not spent twice.
  */
-import { anchorsFor, type Finding, tryMatch } from "./anchors.ts";
+import { type Finding, tryMatch } from "./anchors.ts";
+import type { Classifier } from "./classifier.ts";
 import type { AnchorHit, AnchorInput, LoadedAnchor } from "../plugin/api.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 
@@ -38,7 +39,7 @@ export interface Explanation {
 
 /**
  * The finding the matcher picks among anchors' matches: the one whose anchor it tries first
- * (`ordered` is anchorsFor's order), and among that anchor's matches the last input. It
+ * (`ordered` is the classifier's candidates order), and among that anchor's matches the last input. It
  * equals findCause's answer over the same inputs, without running any anchor again: an
  * anchor tried earlier that matched an input would have been that input's finding.
  */
@@ -62,12 +63,12 @@ export function pickWinner(
  * Tries every anchor on `input` once, under one plugin budget, and tells which one the
  * matcher picks, and why.
  */
-export function explain(anchors: readonly LoadedAnchor[], input: AnchorInput): Explanation {
-  return withPluginBudget(() => explainNow(anchors, input));
+export function explain(classifier: Classifier, input: AnchorInput): Explanation {
+  return withPluginBudget(() => explainNow(classifier, input));
 }
 
-function explainNow(anchors: readonly LoadedAnchor[], input: AnchorInput): Explanation {
-  const ordered = anchorsFor(anchors, new Set([input.kind]));
+function explainNow(classifier: Classifier, input: AnchorInput): Explanation {
+  const ordered = classifier.candidates([input.kind]);
   const diagnostics: string[] = [];
   const trials: Trial[] = ordered.map((anchor, i) => {
     const before = diagnostics.length;
@@ -81,7 +82,7 @@ function explainNow(anchors: readonly LoadedAnchor[], input: AnchorInput): Expla
       note: failed ? diagnostics[diagnostics.length - 1] : null,
     };
   });
-  for (const anchor of anchors) {
+  for (const anchor of classifier.anchors) {
     if (ordered.includes(anchor)) continue;
     trials.push({
       anchor,

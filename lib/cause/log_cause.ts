@@ -9,7 +9,7 @@ import { classify } from "./classify.ts";
 import type { Cause } from "../core/decide.ts";
 import { expandVars } from "../io/glob.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
-import type { LoadedAnchor } from "../plugin/api.ts";
+import type { Classifier } from "./classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { scanAppended } from "./scan.ts";
 import { type Snapshot, takeSnapshot } from "./snapshot.ts";
@@ -45,8 +45,8 @@ export interface LogCauseInput {
   /** The agent's pid, for glog attribution; null when unknown. */
   pid: number | null;
   profile: LogSources;
-  /** The profile's anchors (log anchors find the cause, text anchors classify it). */
-  anchors: readonly LoadedAnchor[];
+  /** The profile's classifier (log anchors find the cause, text anchors classify it). */
+  classifier: Classifier;
   now: number;
   fs?: LogFs;
 }
@@ -60,7 +60,7 @@ export function findLogCause(input: LogCauseInput): LogCauseResult {
 }
 
 function logCause(input: LogCauseInput): LogCauseResult {
-  const { snapshot, spawnedAt, pid, profile, anchors, now } = input;
+  const { snapshot, spawnedAt, pid, profile, classifier, now } = input;
   const diagnostics = [...snapshot.diagnostics];
   if (profile.logs.length === 0) return { cause: null, diagnostics };
   const scan = scanAppended(snapshot, spawnedAt, input.fs ?? nodeLogFs);
@@ -74,7 +74,7 @@ function logCause(input: LogCauseInput): LogCauseResult {
     lines = attributed.lines;
     if (attributed.diagnostic) diagnostics.push(attributed.diagnostic);
   }
-  const found = findCause(anchors, lines.map((l) => ({ kind: "log" as const, line: l.text })));
+  const found = findCause(classifier, lines.map((l) => ({ kind: "log" as const, line: l.text })));
   diagnostics.push(...found.diagnostics);
   if (!found.finding) {
     if (scan.chunks.length > 0) {
@@ -88,8 +88,7 @@ function logCause(input: LogCauseInput): LogCauseResult {
   }
   const { hit, anchor, index } = found.finding;
   const line = lines[index];
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
-  const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+  const { category, retry } = classify(hit.cause, hit, classifier, now, diagnostics);
   return {
     cause: {
       error: {

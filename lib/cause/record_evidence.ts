@@ -6,7 +6,8 @@
  */
 import { classify } from "./classify.ts";
 import type { Cause } from "../core/decide.ts";
-import type { LoadedAnchor, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
+import type { LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
+import type { Classifier } from "./classifier.ts";
 import { RecordEventSchema } from "../plugin/api.ts";
 import { callPlugin } from "../plugin/call.ts";
 import type { SessionRecord } from "./session_records.ts";
@@ -129,10 +130,10 @@ export interface RecordCauses {
   stop: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
 }
 
-/** Classifies the verdict's causes with the profile's text anchors. */
+/** Classifies the verdict's causes with the profile's classifier. */
 export function recordCauses(
   verdict: RecordVerdict,
-  textAnchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   now: number,
   diagnostics: string[],
 ): RecordCauses {
@@ -144,7 +145,7 @@ export function recordCauses(
     const { category, retry } = classify(
       event.cause,
       { cause: event.cause, category: event.category, code: event.code },
-      textAnchors,
+      classifier,
       now,
       diagnostics,
     );
@@ -160,7 +161,7 @@ export function recordCauses(
     };
   } else if (verdict.aborted) {
     const { event } = verdict.aborted;
-    const { category, retry } = classify(event.cause, undefined, textAnchors, now, diagnostics);
+    const { category, retry } = classify(event.cause, undefined, classifier, now, diagnostics);
     cut = {
       error: {
         code: null,
@@ -174,7 +175,7 @@ export function recordCauses(
   }
   if (!cut && verdict.unanswered) {
     const message = "the agent recorded the prompt but no final answer: the reply did not complete";
-    const { category, retry } = classify(message, undefined, textAnchors, now, diagnostics);
+    const { category, retry } = classify(message, undefined, classifier, now, diagnostics);
     cut = {
       error: {
         code: null,
@@ -193,7 +194,7 @@ export function recordCauses(
       (event.stopReason === "max_tokens"
         ? "the reply stopped at the output token limit"
         : "the model refused to answer");
-    const { retry } = classify(message, { cause: message, category: "context" }, [], now);
+    const { retry } = classify(message, { cause: message, category: "context" }, classifier, now);
     stop = {
       stopReason: event.stopReason,
       cause: {

@@ -14,7 +14,7 @@ import type { RetryHint } from "../core/outcome.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { loadRegistry } from "../config/registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
-import { commandAnchors, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
+import { commandClassifier, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
 import { stdout } from "../io/stdio.ts";
 import { warnLine, writeShown } from "../io/output.ts";
 import { redactedJson } from "../text/redact.ts";
@@ -77,17 +77,16 @@ export async function explainCommand(argv: string[]): Promise<number> {
       values.json === true,
     );
   }
-  const anchors = commandAnchors(registry, values.agent);
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
+  const classifier = commandClassifier(registry, values.agent);
   const { e, diagnostics, classified } = withPluginBudget(() => {
     const input = lineInput(text, kind);
-    const e = explain(anchors, input);
+    const e = explain(classifier, input);
     const diagnostics = [...e.diagnostics];
     // An agent's error is classified exactly as the proxy classifies it.
     const classified = input.kind === "error"
-      ? errorCause({ ...input.error }, anchors, Date.now()).cause
+      ? errorCause({ ...input.error }, classifier, Date.now()).cause
       : e.winner
-      ? classify(e.winner.hit.cause, e.winner.hit, textAnchors, Date.now(), diagnostics)
+      ? classify(e.winner.hit.cause, e.winner.hit, classifier, Date.now(), diagnostics)
       : null;
     return {
       e,

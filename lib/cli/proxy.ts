@@ -14,7 +14,12 @@ import { MAX_TIMER_MS } from "../io/timer_delay.ts";
 import { journalHooks, type RetryExecutor } from "../proxy/journal_hooks.ts";
 import { PUBLISH_OPTIONS } from "./publish_flags.ts";
 import { proxyPublishHooks } from "./publish_flags.ts";
-import { loadRegistry, profileAnchors, profileReaders, selectProfile } from "../config/registry.ts";
+import {
+  loadRegistry,
+  profileClassifier,
+  profileReaders,
+  selectProfile,
+} from "../config/registry.ts";
 import { openTelemetry } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
@@ -111,7 +116,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       command: command[0],
       args: command.slice(1),
       profile,
-      anchors: profileAnchors(registry.anchors, profile),
+      classifier: profileClassifier(registry, profile),
       env,
       // Under Bun, the client's side is read and written Bun-native (lib/proxy/agent_io.ts).
       input: bun ? bunStdin() : process.stdin,

@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { failureLine } from "../core/build_outcome.ts";
 import { openOutcomeFile } from "./outcome_file.ts";
 import { UsageError } from "../errors.ts";
-import { loadRegistry, profileAnchors, selectProfile } from "../config/registry.ts";
+import { loadRegistry, profileClassifier, selectProfile } from "../config/registry.ts";
 import { type RunResult, runTurn } from "../run/run.ts";
 import { openTelemetry } from "../telemetry/export.ts";
 import { formatDuration } from "../text/text.ts";
@@ -63,6 +63,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const key = { session: runSessionId(process.pid, Date.now()), turn: 1 };
   const unlisten = recorder.policy.retries > 0 ? waits.listen() : () => {};
   recorder.started(key, { mode: "run", agent: profile.name, promptId: null });
+  const classifier = profileClassifier(registry, profile);
   let attempt = 0;
   let result: RunResult;
   try {
@@ -71,7 +72,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         command: command[0],
         args: command.slice(1),
         profile,
-        anchors: profileAnchors(registry.anchors, profile),
+        classifier,
         env,
         captureStdout: values["outcome-json"] === true,
         timeoutMs: timeout !== undefined ? timeout * 1000 : null,

@@ -10,20 +10,21 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { anchorsFor, findCause, type Finding } from "../cause/anchors.ts";
+import { findCause, type Finding } from "../cause/anchors.ts";
+import { buildClassifier, type Classifier } from "../cause/classifier.ts";
 import { classify } from "../cause/classify.ts";
 import { UsageError } from "../errors.ts";
 import { pickWinner } from "../cause/explain.ts";
 import { isObject } from "../text/json.ts";
 import type { RetryHint } from "../core/outcome.ts";
-import type { AnchorInput, LoadedAnchor, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
+import type { AnchorInput, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
 import type { Cause } from "../core/decide.ts";
 import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
 import { parseRecordLines } from "../cause/session_records.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import {
   loadRegistry,
-  profileAnchors,
+  profileClassifier,
   profileReaders,
   type Registry,
   requireProfile,
@@ -87,10 +88,10 @@ export function parseKind(value: string | undefined): InputKind {
   throw new UsageError(`--kind ${value}: expected one of ${INPUT_KINDS.join(", ")}`);
 }
 
-/** The anchors a command uses: the profile's with `--agent`, else every anchor. */
-export function commandAnchors(registry: Registry, agent: string | undefined): LoadedAnchor[] {
-  if (agent === undefined) return registry.anchors;
-  return profileAnchors(registry.anchors, requireProfile(registry, agent));
+/** The classifier a command uses: the profile's with `--agent`, else one of every anchor. */
+export function commandClassifier(registry: Registry, agent: string | undefined): Classifier {
+  if (agent === undefined) return buildClassifier(registry.anchors);
+  return profileClassifier(registry, requireProfile(registry, agent));
 }
 
 /** One finding as `scan --json` prints it. */
@@ -115,7 +116,7 @@ export interface FileScan {
 }
 
 /**
- * Scans the lines of one text with `anchors`; pure but for the anchors' own code. Each line
+ * Scans the lines of one text with a classifier; pure but for the anchors' own code. Each line
  * is matched (and its cause classified) once, under a plugin budget of its own; the turn's
  * line is picked from those per-line findings by the matcher's rule (pickWinner), so no
  * anchor runs twice on a line.
@@ -123,7 +124,7 @@ export interface FileScan {
 export function scanText(
   file: string,
   text: string,
-  anchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   kind: InputKind,
   now: number,
 ): FileScan {
@@ -133,17 +134,16 @@ export function scanText(
     .map((line, i) => ({ line, number: i + 1 }))
     .filter(({ line }) => line.trim() !== "");
   const inputs = numbered.map(({ line }) => lineInput(line, kind));
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
   const findings: ScanFinding[] = [];
   const matches: Finding[] = [];
   inputs.forEach((input, i) =>
     withPluginBudget(() => {
-      const found = findCause(anchors, [input]);
+      const found = findCause(classifier, [input]);
       diagnostics.push(...found.diagnostics);
       if (!found.finding) return;
       const { hit, anchor } = found.finding;
       matches.push({ ...found.finding, index: i });
-      const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
+      const { category, retry } = classify(hit.cause, hit, classifier, now, diagnostics);
       findings.push({
         file,
         line: numbered[i].number,
@@ -157,7 +157,7 @@ export function scanText(
       });
     })
   );
-  const winner = pickWinner(anchorsFor(anchors, new Set(inputs.map((i) => i.kind))), matches);
+  const winner = pickWinner(classifier.candidates(inputs.map((i) => i.kind)), matches);
   const turnCause = winner
     ? { line: numbered[winner.index].number, anchor: winner.anchor.id }
     : null;
@@ -181,7 +181,7 @@ export function scanRecords(
   file: string,
   text: string,
   readers: readonly LoadedRecordReader[],
-  anchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   now: number,
 ): RecordsScan {
   const diagnostics: string[] = [];
@@ -202,8 +202,7 @@ export function scanRecords(
   }
   const read = withPluginBudget(() => readRecordEvents(records, readers, diagnostics));
   const verdict = foldRecordEvents(read);
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
-  const causes = recordCauses(verdict, textAnchors, now, diagnostics);
+  const causes = recordCauses(verdict, classifier, now, diagnostics);
   return {
     events: read.map((e) => ({
       file,
@@ -261,9 +260,9 @@ export function scanRecordFiles(
   }
   const profile = requireProfile(registry, agent);
   const readers = profileReaders(registry.readers, profile);
-  const anchors = profileAnchors(registry.anchors, profile);
+  const classifier = profileClassifier(registry, profile);
   const now = Date.now();
-  const scans = sources.map((s) => scanRecords(s.label, s.text, readers, anchors, now));
+  const scans = sources.map((s) => scanRecords(s.label, s.text, readers, classifier, now));
   if (json) {
     void stdout.write(
       redactedJson(scans.map((s, i) => ({ file: sources[i].label, ...s }))) + "\n",
@@ -308,9 +307,9 @@ export async function scanCommand(argv: string[]): Promise<number> {
   if (kind === "records") {
     return scanRecordFiles(sources, registry, values.agent, values.json === true);
   }
-  const anchors = commandAnchors(registry, values.agent);
+  const classifier = commandClassifier(registry, values.agent);
   const now = Date.now();
-  const scans = sources.map((s) => scanText(s.label, s.text, anchors, kind, now));
+  const scans = sources.map((s) => scanText(s.label, s.text, classifier, kind, now));
   const findings = scans.flatMap((s) => s.findings);
   const diagnostics = [...new Set(scans.flatMap((s) => s.diagnostics))];
   if (values.json) {

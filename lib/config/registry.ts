@@ -23,6 +23,7 @@ import { DEFAULT_PLUGIN_BUDGET_MS } from "../plugin/host.ts";
 import { UsageError } from "../errors.ts";
 import { basename } from "node:path";
 import { segmentRegExp } from "../io/glob.ts";
+import { buildClassifier, type Classifier } from "../cause/classifier.ts";
 
 /** The assembled configuration. */
 export interface Registry {
@@ -101,6 +102,14 @@ export function profileAnchors(anchors: readonly LoadedAnchor[], profile: Profil
     (a.agents === undefined || a.agents.includes(profile.name)) &&
     (patterns === null || patterns.some((re) => re.test(a.id)))
   );
+}
+
+/**
+ * The classifier of a profile: its anchors ordered once for the matcher. Built once per
+ * command and passed down to everything that finds or classifies a cause.
+ */
+export function profileClassifier(registry: Registry, profile: Profile): Classifier {
+  return buildClassifier(profileAnchors(registry.anchors, profile));
 }
 
 /** The session record readers that apply to a profile: those whose `agents` name it, or all. */

@@ -6,7 +6,8 @@
  */
 import { retryHint } from "../core/retry_hint.ts";
 import type { Cause } from "../core/decide.ts";
-import type { LoadedAnchor, LoadedRecordReader } from "../plugin/api.ts";
+import type { LoadedRecordReader } from "../plugin/api.ts";
+import type { Classifier } from "../cause/classifier.ts";
 import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
 import type { RecordsRead } from "../cause/session_records.ts";
 import {
@@ -36,7 +37,8 @@ export interface BeyondWireInput {
   /** The turn's records, read after the settle window; null: the profile names none. */
   records: RecordsRead | null;
   readers: readonly LoadedRecordReader[];
-  textAnchors: readonly LoadedAnchor[];
+  /** The profile's classifier. */
+  classifier: Classifier;
   now: number;
 }
 
@@ -66,7 +68,7 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
       diagnostics.push("the agent recorded the prompt but no final answer, and streamed no text");
       verdict = { ...verdict, unanswered: null };
     }
-    const causes = recordCauses(verdict, input.textAnchors, input.now, diagnostics);
+    const causes = recordCauses(verdict, input.classifier, input.now, diagnostics);
     out.cut = causes.cut;
     out.recordedStop = causes.stop;
     recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;

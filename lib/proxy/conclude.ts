@@ -4,13 +4,12 @@
  * response the client gets instead of the agent's, if any. The log scan is passed in as a
  * function, called only when the decision needs it.
  */
-import { findCause } from "../cause/anchors.ts";
-import { classify, timeoutCause } from "../cause/classify.ts";
+import { classify, textCause, timeoutCause } from "../cause/classify.ts";
+import type { Classifier } from "../cause/classifier.ts";
 import { type Cause, decide, type Decision, needsLogCause } from "../core/decide.ts";
 import { buildOutcome } from "../core/build_outcome.ts";
 import type { LogCauseResult } from "../cause/log_cause.ts";
 import type { Outcome } from "../core/outcome.ts";
-import type { LoadedAnchor } from "../plugin/api.ts";
 import { signalExitCode } from "../agent/signals.ts";
 import { formatDuration, utf8Length } from "../text/text.ts";
 import { errorCause, type ErrorStop, errorStopReason } from "../cause/error_cause.ts";
@@ -41,8 +40,8 @@ export interface ConcludeInput {
   turn: Turn;
   end: TurnEnd;
   agent: string;
-  /** The profile's anchors. */
-  anchors: readonly LoadedAnchor[];
+  /** The profile's classifier (its anchors in the matcher's order). */
+  classifier: Classifier;
   endedAt: number;
   /** Scans the turn's log bytes (snapshot → now); called only when needed. */
   scanLogs: () => LogCauseResult;
@@ -81,16 +80,15 @@ export function silenceCause(silentMs: number): Cause {
 
 /** Decides the turn and builds its Outcome and replacement response. */
 export function concludeTurn(input: ConcludeInput): Conclusion {
-  const { turn, end, anchors, endedAt } = input;
+  const { turn, end, classifier, endedAt } = input;
   const diagnostics: string[] = [];
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
   const stopReason = end.kind === "result" ? stringField(end.result, "stopReason") : null;
   const output = streamed(turn);
 
   let agentError: Cause | null = null;
   let errorStop: ErrorStop | null = null;
   if (end.kind === "error") {
-    const found = errorCause(end.error, anchors, endedAt);
+    const found = errorCause(end.error, classifier, endedAt);
     diagnostics.push(...found.diagnostics);
     agentError = found.cause;
     errorStop = errorStopReason(end.error);
@@ -101,7 +99,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     }
   } else if (end.kind === "exit") {
     const message = exitMessage(end.code, end.signal, end.stderrTail);
-    const { category, retry } = classify(end.stderrTail, undefined, textAnchors, endedAt);
+    const { category, retry } = classify(end.stderrTail, undefined, classifier, endedAt);
     agentError = {
       error: { code: end.code, message, category, anchor: null, source: null },
       retry,
@@ -127,12 +125,11 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
       stopReason,
       records: input.records ?? null,
       readers: input.readers ?? [],
-      textAnchors,
+      classifier,
       now: endedAt,
     }, diagnostics)
     : null;
 
-  const textCause = readTextCause(turn, textAnchors, endedAt, diagnostics);
   const decision = decide({
     cancelled: turn.cancelled,
     clientGone,
@@ -144,7 +141,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     output,
     logCause,
     timeout,
-    textCause: textCause?.cause ?? null,
+    textCause: noticeCause(turn, classifier, endedAt, diagnostics),
     cut: beyond?.cut ?? null,
     recordedStop: beyond?.recordedStop ?? null,
     replyChars: turn.chars,
@@ -177,33 +174,19 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
 }
 
 /**
- * The failure a turn's short streamed text reads as, when the profile's text anchors give it
- * a category: agents stream the cause as a notice before answering with a bare error
- * ("Authentication required"). Text cut short (or never kept) is a longer reply than a
- * notice, and is not read.
+ * The failure a turn's short streamed text reads as (lib/cause/classify.ts `textCause`).
+ * Only a notice is read: text cut short (or never kept) is a longer reply than a notice.
  */
-function readTextCause(
+function noticeCause(
   turn: Turn,
-  textAnchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   now: number,
   diagnostics: string[],
-): { cause: Cause; anchor: string } | null {
-  if (turn.chars === 0 || textAnchors.length === 0) return null;
+): Cause | null {
+  if (turn.chars === 0) return null;
   const text = turnText(turn);
   if (!wholeText(turn, text) || utf8Length(text) >= FAILURE_TEXT_MAX_BYTES) return null;
-  const found = findCause(textAnchors, [{ kind: "text", text }]);
-  diagnostics.push(...found.diagnostics);
-  const hit = found.finding?.hit;
-  if (!hit?.category) return null;
-  const { category, retry } = classify(hit.cause, hit, textAnchors, now, diagnostics);
-  const anchor = found.finding!.anchor.id;
-  return {
-    cause: {
-      error: { code: hit.code ?? null, message: hit.cause, category, anchor, source: null },
-      retry,
-    },
-    anchor,
-  };
+  return textCause(text, classifier, now, diagnostics);
 }
 
 function replacement(

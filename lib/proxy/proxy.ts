@@ -329,7 +329,7 @@ class Proxy {
       : opts.hooks ?? NO_HOOKS;
     this.#keepText = opts.keepReplyText !== false
       ? "reply"
-      : opts.anchors.some((a) => a.on.includes("text"))
+      : opts.classifier.text.length > 0
       ? "notice"
       : "none";
     const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
@@ -938,7 +938,7 @@ class Proxy {
         turn,
         end,
         agent: opts.profile.name,
-        anchors: opts.anchors,
+        classifier: opts.classifier,
         endedAt: now,
         rewriteErrors: opts.rewriteErrors === true,
         strictTurns: opts.strictTurns === true,
@@ -950,7 +950,7 @@ class Proxy {
             spawnedAt: turn.startedAt,
             pid: this.#child.pid ?? null,
             profile: opts.profile,
-            anchors: opts.anchors,
+            classifier: opts.classifier,
             now,
             fs: opts.fs,
           }),

@@ -3,7 +3,7 @@
  * caller passes the attempt's facts, the flags and the random source, and writes the
  * decision to the journal before it publishes the failed attempt's end.
  */
-import { RETRYABLE } from "../cause/classify.ts";
+import { RETRYABLE } from "../core/retry_hint.ts";
 import type { SettledWhy } from "../journal/records.ts";
 import type { Outcome } from "../core/outcome.ts";
 import { formatDuration } from "../text/text.ts";

@@ -14,7 +14,7 @@ import { commandProblem } from "../agent/spawn_problem.ts";
 import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
 import type { LogFs } from "../io/logfs.ts";
 import type { Outcome } from "../core/outcome.ts";
-import type { LoadedAnchor } from "../plugin/api.ts";
+import type { Classifier } from "../cause/classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import {
   forwardSignals,
@@ -52,8 +52,8 @@ export interface AgentLaunch {
   command: string;
   args: string[];
   profile: Profile;
-  /** Anchors that apply to the profile. */
-  anchors: readonly LoadedAnchor[];
+  /** The profile's classifier (lib/config/registry.ts `profileClassifier`). */
+  classifier: Classifier;
   env: Record<string, string | undefined>;
   cwd?: string;
 }
@@ -90,18 +90,17 @@ export interface RunResult {
   readerGone: boolean;
 }
 
-/** Classifies a failing agent's stderr into a Cause with the profile's text anchors. */
+/** Classifies a failing agent's stderr into a Cause with the profile's classifier. */
 export function stderrCause(
   stderr: string,
   code: number | null,
-  anchors: readonly LoadedAnchor[],
+  classifier: Classifier,
   now: number,
   diagnostics: string[],
 ): Cause | null {
   const message = capUtf8(lastLines(stderr, 3), 500);
   if (!message) return null;
-  const textAnchors = anchors.filter((a) => a.on.includes("text"));
-  const { category, retry } = classify(message, undefined, textAnchors, now, diagnostics);
+  const { category, retry } = classify(message, undefined, classifier, now, diagnostics);
   return { error: { code, message, category, anchor: null, source: null }, retry };
 }
 
@@ -252,14 +251,14 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       spawnedAt: startedAt,
       pid: exit.pid ?? null,
       profile: opts.profile,
-      anchors: opts.anchors,
+      classifier: opts.classifier,
       now: endedAt,
       fs: opts.fs,
     });
     diagnostics.push(...log.diagnostics);
     const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
     const agentError = failedItself
-      ? stderrCause(stderrTail.text(), exit.code, opts.anchors, endedAt, diagnostics)
+      ? stderrCause(stderrTail.text(), exit.code, opts.classifier, endedAt, diagnostics)
       : null;
     return { log, agentError };
   });

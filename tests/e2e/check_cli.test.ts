@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { AnchorSchema } from "../../lib/plugin/api.ts";
-import { anchorsFor, findCause, type Finding } from "../../lib/cause/anchors.ts";
+import { buildClassifier } from "../../lib/cause/classifier.ts";
+import { findCause, type Finding } from "../../lib/cause/anchors.ts";
 import { explain, pickWinner } from "../../lib/cause/explain.ts";
 import { turnguard } from "../helpers/cli.ts";
 import { anchorLine } from "../helpers/anchors_toml.ts";
@@ -197,7 +198,7 @@ describe("explain (pure)", () => {
       match: (i: { text: string }) => (i.text.includes("x") ? { cause: id } : null),
     });
   test("a tie on priority is won by load order, and the loser is named", () => {
-    const e = explain([anchor("a", 1), anchor("b", 5), anchor("c", 5)], {
+    const e = explain(buildClassifier([anchor("a", 1), anchor("b", 5), anchor("c", 5)]), {
       kind: "text",
       text: "x",
     });
@@ -223,12 +224,15 @@ describe("explain (pure)", () => {
         on: ["text"],
         match: () => (calls.push(id), answer()),
       });
-    const e = explain([
-      counting("low", 1, () => ({ cause: "low" })),
-      counting("bad", 9, () => ({ cause: "" })),
-      counting("mid", 5, () => ({ cause: "mid" })),
-      counting("none", 7, () => null),
-    ], { kind: "text", text: "x" });
+    const e = explain(
+      buildClassifier([
+        counting("low", 1, () => ({ cause: "low" })),
+        counting("bad", 9, () => ({ cause: "" })),
+        counting("mid", 5, () => ({ cause: "mid" })),
+        counting("none", 7, () => null),
+      ]),
+      { kind: "text", text: "x" },
+    );
     expect(calls).toEqual(["bad", "none", "mid", "low"]);
     expect(e.trials.map((t) => [t.anchor.id, t.result])).toEqual([
       ["bad", "failed"],
@@ -243,7 +247,7 @@ describe("explain (pure)", () => {
   });
 
   test("pickWinner over per-input findings equals findCause over all the inputs", () => {
-    const anchors = [
+    const anchors = buildClassifier([
       anchor("a", 1), // matches any "x"
       v.parse(AnchorSchema, {
         id: "y",
@@ -253,8 +257,8 @@ describe("explain (pure)", () => {
       }),
       anchor("c", 1),
       anchor("d", 5),
-    ];
-    const ordered = anchorsFor(anchors, new Set(["text"]));
+    ]);
+    const ordered = anchors.candidates(["text"]);
     const cases = [[], ["-"], ["x"], ["x", "y"], ["y", "x", "y"], ["xy", "x"], ["-", "x", "-"]];
     for (const texts of cases) {
       const inputs = texts.map((text) => ({ kind: "text" as const, text }));

@@ -12,6 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { errorCause } from "../../lib/cause/error_cause.ts";
+import { buildClassifier } from "../../lib/cause/classifier.ts";
 import { readMessage } from "../../lib/acp/jsonrpc.ts";
 import { explain } from "../../lib/cause/explain.ts";
 import { classify } from "../../lib/cause/classify.ts";
@@ -85,7 +86,7 @@ function inProcessProxy(command: string, args: string[], extra: Partial<ProxyOpt
     command,
     args,
     profile: { name: "fake", match: [], logs: [], logFormat: "plain", anchors: null },
-    anchors: [],
+    classifier: buildClassifier([]),
     env: process.env,
     input,
     output,
@@ -125,7 +126,11 @@ describe("JSON nested tens of thousands of levels deep", () => {
     );
     expect(read).toMatchObject({ kind: "opaque", message: { kind: "error", id: 1 } });
     // A caller that walks it anyway (error data from elsewhere) gets no exception.
-    const { cause } = errorCause({ code: -32603, message: "boom", data: deep }, [], 0);
+    const { cause } = errorCause(
+      { code: -32603, message: "boom", data: deep },
+      buildClassifier([]),
+      0,
+    );
     expect(cause.error.message).toBe("boom");
   });
 
@@ -271,8 +276,7 @@ describe("pathological text through every classifier path", () => {
   const texts = runs.map(([head, unit]) => (head + unit.repeat(N / unit.length)).slice(0, N));
 
   test("each path takes linear time (generous bound) and never throws", async () => {
-    const { anchors } = await loadRegistry({ env: {}, cwd: "/tmp" });
-    const text = anchors.filter((a) => a.on.includes("text"));
+    const anchors = buildClassifier((await loadRegistry({ env: {}, cwd: "/tmp" })).anchors);
     const paths: Record<string, (s: string) => unknown> = {
       "proxy error message": (s) => errorCause({ code: -32603, message: s }, anchors, 0),
       "proxy error data": (s) => errorCause({ code: -32603, message: "", data: s }, anchors, 0),
@@ -280,7 +284,7 @@ describe("pathological text through every classifier path", () => {
         errorCause({ code: 1, message: "x", data: { error: { message: s } } }, anchors, 0),
       "stderr": (s) => stderrCause(s, 1, anchors, 0, []),
       "log line": (s) => findCause(anchors, [{ kind: "log", line: s }]),
-      "classify": (s) => classify(s, undefined, text, 0),
+      "classify": (s) => classify(s, undefined, anchors, 0),
       "explain": (s) => explain(anchors, { kind: "text", text: s }),
       "tidy": (s) => tidyCause(s, "glog"),
       "retry hint": (s) => parseRecovery(s, 0),

@@ -6,6 +6,7 @@ import {
   findCause,
   REGEX_HEAD_CHARS,
 } from "../../../lib/cause/anchors.ts";
+import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { classify } from "../../../lib/cause/classify.ts";
 import { embeddedConfig, mergeConfigs } from "../../../lib/config/config.ts";
 import { AnchorSchema, type LoadedAnchor } from "../../../lib/plugin/api.ts";
@@ -26,14 +27,14 @@ describe("agy anchors (embedded anchors.toml)", () => {
   test("the quota line is de-wrapped and starts at the most specific anchor", () => {
     const line =
       `E0707 08:34:23.910604  84 log.go:398] agent executor error: model unreachable: ${Q}.: model unreachable: ${Q}.`;
-    const { finding } = findCause(agy, log("I0707 starting", line));
+    const { finding } = findCause(buildClassifier(agy), log("I0707 starting", line));
     expect(finding?.anchor.id).toBe("agy.executor");
     expect(finding?.hit.cause).toBe(`agent executor error: model unreachable: ${Q}.`);
     expect(finding?.hit.cause).not.toContain(".: ");
   });
   test("most specific anchor wins even when a less specific one matches later", () => {
     const { finding } = findCause(
-      agy,
+      buildClassifier(agy),
       log(`E0 agent executor error: model unreachable: ${Q}.`, `W0 retrying: ${Q}`),
     );
     expect(finding?.anchor.id).toBe("agy.executor");
@@ -41,19 +42,24 @@ describe("agy anchors (embedded anchors.toml)", () => {
   });
   test("the last matching line of the same anchor wins", () => {
     const { finding } = findCause(
-      agy,
+      buildClassifier(agy),
       log("RESOURCE_EXHAUSTED first", "x", "RESOURCE_EXHAUSTED last"),
     );
     expect(finding?.hit.cause).toBe("RESOURCE_EXHAUSTED last");
     expect(finding?.index).toBe(2);
   });
   test("a clean log has no cause", () => {
-    expect(findCause(agy, log("I0707 starting", "I0707 done")).finding).toBeNull();
+    expect(findCause(buildClassifier(agy), log("I0707 starting", "I0707 done")).finding).toBeNull();
   });
   test("classify gives quota and the reset as retry hint", () => {
     const now = Date.parse("2026-01-01T00:00:00Z");
     const generic = builtinPlugins().anchors;
-    const c = classify(`agent executor error: model unreachable: ${Q}.`, undefined, generic, now);
+    const c = classify(
+      `agent executor error: model unreachable: ${Q}.`,
+      undefined,
+      buildClassifier(generic),
+      now,
+    );
     expect(c.category).toBe("quota");
     expect(c.retry).toEqual({
       retryable: true,
@@ -73,7 +79,7 @@ describe("declarative anchors", () => {
       code: 529,
       on: ["log"],
     });
-    const { finding } = findCause([a], log("ERROR: overloaded right now"));
+    const { finding } = findCause(buildClassifier([a]), log("ERROR: overloaded right now"));
     expect(finding?.hit).toEqual({
       cause: "overloaded right now",
       category: "capacity",
@@ -82,7 +88,7 @@ describe("declarative anchors", () => {
   });
   test("ignore_case literal; cause capped at 500 bytes on a character boundary", () => {
     const a = decl({ id: "x.lit", literal: "boom:", ignore_case: true });
-    const { finding } = findCause([a], log("BOOM: " + "é".repeat(400)));
+    const { finding } = findCause(buildClassifier([a]), log("BOOM: " + "é".repeat(400)));
     expect(finding?.hit.cause.startsWith("BOOM: é")).toBe(true);
     expect(utf8Length(finding!.hit.cause)).toBeLessThanOrEqual(500);
   });
@@ -95,15 +101,16 @@ describe("declarative anchors", () => {
       const spaces = " ".repeat(256 * 1024);
       const start = performance.now();
       for (const input of [...log(spaces), { kind: "text" as const, text: spaces }]) {
-        expect(findCause([a], [input]).finding).toBeNull();
+        expect(findCause(buildClassifier([a]), [input]).finding).toBeNull();
       }
       // Generous: a bounded head takes milliseconds; the whole text, close to a minute.
       expect(performance.now() - start).toBeLessThan(4_000);
       // A cause in the head still matches, whatever follows it.
-      const hit = findCause([a], log("worker failed")).finding?.hit;
+      const hit = findCause(buildClassifier([a]), log("worker failed")).finding?.hit;
       expect(hit?.cause).toBe("worker");
       // Past the head, a regex finds nothing (a literal anchor still sees the whole head).
-      expect(findCause([a], log("x".repeat(REGEX_HEAD_CHARS) + " failed")).finding).toBeNull();
+      expect(findCause(buildClassifier([a]), log("x".repeat(REGEX_HEAD_CHARS) + " failed")).finding)
+        .toBeNull();
     },
     120_000,
   );
@@ -123,7 +130,7 @@ describe("declarative anchors", () => {
       },
     });
     const good = decl({ id: "good", literal: "fail" });
-    const r = findCause([bad, good], log("it did fail"));
+    const r = findCause(buildClassifier([bad, good]), log("it did fail"));
     expect(r.finding?.anchor.id).toBe("good");
     expect(r.diagnostics).toEqual(["anchor bad threw: kaput"]);
   });

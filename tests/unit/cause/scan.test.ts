@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { embeddedConfig, mergeConfigs, type Profile } from "../../../lib/config/config.ts";
+import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { findLogCause } from "../../../lib/cause/log_cause.ts";
 import { type LogFs, nodeLogFs } from "../../../lib/io/logfs.ts";
 import { AnchorSchema } from "../../../lib/plugin/api.ts";
@@ -18,10 +19,10 @@ import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { SCAN_TAIL_BYTES, scanAppended } from "../../../lib/cause/scan.ts";
 import { takeSnapshot } from "../../../lib/cause/snapshot.ts";
 
-const anchors = [
+const classifier = buildClassifier([
   ...builtinPlugins().anchors,
   ...mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) => v.parse(AnchorSchema, a)),
-];
+]);
 const ERR =
   "E0707 08:34:23.910604  84 log.go:398] agent executor error: model unreachable: RESOURCE_EXHAUSTED (code 429): Individual quota reached. Resets in 40h52m46s.";
 
@@ -44,7 +45,7 @@ function turn(during: () => void, fs: LogFs = nodeLogFs, pid: number | null = 84
   const spawnedAt = Date.now();
   const snapshot = takeSnapshot(profile.logs, spawnedAt, fs);
   during();
-  return findLogCause({ snapshot, spawnedAt, pid, profile, anchors, now: Date.now(), fs });
+  return findLogCause({ snapshot, spawnedAt, pid, profile, classifier, now: Date.now(), fs });
 }
 
 describe("scan only what the turn appended", () => {

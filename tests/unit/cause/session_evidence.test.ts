@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { builtinPlugins } from "../../../lib/config/packs.ts";
+import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { mergeConfigs, parseConfigText } from "../../../lib/config/config.ts";
 import { gatherBeyondWire } from "../../../lib/proxy/beyond_wire.ts";
 import { newTurn, observeUpdate } from "../../../lib/proxy/turns.ts";
@@ -294,7 +295,13 @@ describe("real session files (recorded from the real agents against the corpus m
       );
       const readers = registry.readers.filter((r) => r.agents?.includes(profile));
       expect(readers.length).toBe(1);
-      const r = scanRecords(file, readFileSync(file, "utf8"), readers, [], Date.now());
+      const r = scanRecords(
+        file,
+        readFileSync(file, "utf8"),
+        readers,
+        buildClassifier([]),
+        Date.now(),
+      );
       const events = r.events.map((e) => e.event);
       expect(events[0].kind).toBe("prompt");
       expect(events.at(-1)).toEqual({
@@ -358,7 +365,7 @@ describe("gatherBeyondWire (records and wire together)", () => {
       stopReason: "end_turn",
       records: { records: records.map(rec), diagnostics: [] },
       readers: claudeReaders,
-      textAnchors: [],
+      classifier: buildClassifier([]),
       now: 0,
     }, diagnostics);
     return { ...out, diagnostics };
@@ -393,7 +400,7 @@ describe("gatherBeyondWire (records and wire together)", () => {
       stopReason: "end_turn",
       records: null,
       readers: [],
-      textAnchors: [],
+      classifier: buildClassifier([]),
       now: 0,
     }, diagnostics);
     expect(out.cut?.error.anchor).toBe("wire");

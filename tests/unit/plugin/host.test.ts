@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findCause } from "../../../lib/cause/anchors.ts";
+import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { withPluginBudget } from "../../../lib/plugin/budget.ts";
 import { PluginWorker, reviveExport } from "../../../lib/plugin/host.ts";
 import { loadCodePlugins } from "../../../lib/config/packs.ts";
@@ -235,7 +236,7 @@ describe("code plugins in the matcher", () => {
       { path: good, from: "test", line: null },
     ], { budgetMs: 200 });
     const lines = ["I fine", "E broke", "I more"].map((line) => ({ kind: "log" as const, line }));
-    const r = withPluginBudget(() => findCause(anchors, lines));
+    const r = withPluginBudget(() => findCause(buildClassifier(anchors), lines));
     expect(r.finding?.anchor.id).toBe("u.good");
     expect(r.finding?.hit.cause).toBe("E broke");
     expect(r.diagnostics).toEqual([

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { findCause } from "../../../lib/cause/anchors.ts";
+import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { classify } from "../../../lib/cause/classify.ts";
 import { embeddedConfig, mergeConfigs } from "../../../lib/config/config.ts";
 import { AnchorInputSchema, AnchorSchema } from "../../../lib/plugin/api.ts";
@@ -56,14 +57,13 @@ for (const file of packs) {
       test(c.name, () => {
         const profile = c.agent ? config.profiles.get(c.agent)! : adHoc;
         expect(profile).toBeDefined();
-        const anchors = profileAnchors(all, profile);
-        const { finding, diagnostics } = findCause(anchors, [c.input]);
+        const classifier = buildClassifier(profileAnchors(all, profile));
+        const { finding, diagnostics } = findCause(classifier, [c.input]);
         expect(diagnostics).toEqual([]);
         expect(finding?.anchor.id).toBe(c.expect.anchor);
         expect(finding!.hit.cause).toBe(c.expect.cause);
-        const textAnchors = anchors.filter((a) => a.on.includes("text"));
         const now = c.now ? Date.parse(c.now) : NOW;
-        const { category, retry } = classify(finding!.hit.cause, finding!.hit, textAnchors, now);
+        const { category, retry } = classify(finding!.hit.cause, finding!.hit, classifier, now);
         expect(category).toBe(c.expect.category as typeof category);
         expect(finding!.hit.code ?? null).toBe(c.expect.code);
         if (c.expect.at !== undefined) expect(retry.at).toBe(c.expect.at);
