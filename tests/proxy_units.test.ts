@@ -45,7 +45,6 @@ import {
 } from "../lib/proxy/turns.ts";
 import type { TextKeeping } from "../lib/proxy/reply_text.ts";
 import type { Cause } from "../lib/core/decide.ts";
-import type { LoadedAnchor } from "../lib/plugin/api.ts";
 import { AnchorSchema, defineAnchor } from "../lib/plugin/api.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
