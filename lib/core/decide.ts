@@ -54,17 +54,33 @@ export interface TurnFacts {
    * cause as a notice just before they answer with an error). Never a failure by itself.
    */
   textCause?: Cause | null;
-  // Evidence beyond the wire (proxy; docs/EVIDENCE.md). Absent: none was read.
+  // Evidence beyond the wire (proxy, a turn the agent ended with `end_turn`;
+  // docs/EVIDENCE.md). Absent: none was read.
   /**
-   * The reply was cut: the agent's session records end the turn on an error or an abort,
-   * or the wire contradicts itself (usage with no output, a final message with no
-   * content). The cause. A turn that recovered (an error, then a final answer) has none.
+   * The agent's session records end the turn on an error or an abort: the cause. A turn
+   * that recovered (an error, then a final answer) has none.
    */
   cut?: Cause | null;
+  /** The records hold the prompt and no final answer after it: the cause. */
+  unanswered?: Cause | null;
   /** A stop reason only the agent's records show (the wire said `end_turn`). */
-  recordedStop?: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
+  recordedStop?: RecordedStop | null;
+  /** The records hold the turn's final answer (nothing went wrong after it). */
+  recordedFinal?: boolean;
+  /** The wire contradicts itself (usage with no output, a final message with no content). */
+  contradiction?: Cause | null;
+  /** The reply the client saw is a strict beginning of the final answer the agent recorded. */
+  shortfall?: Cause | null;
+  /** The agent's usage counts output for a turn that showed nothing: its answer was dropped. */
+  dropped?: Cause | null;
   /** Characters of reply text streamed (`output` also counts other updates). */
   replyChars?: number;
+}
+
+/** A stop reason only the agent's records show, and its cause. */
+export interface RecordedStop {
+  stopReason: "max_tokens" | "refusal";
+  cause: Cause;
 }
 
 /** What decide concludes. `swallowed`: the agent hid this failure (exit 0 or end_turn). */
@@ -73,8 +89,8 @@ export interface Decision {
   error: TurnError | null;
   retry: RetryHint | null;
   swallowed: boolean;
-  /** What the facts showed that did not change the status (a diagnostic for the Outcome). */
-  note?: string;
+  /** What the facts showed that the status does not say (diagnostics for the Outcome). */
+  notes?: string[];
 }
 
 const ok = (status: Status): Decision => ({ status, error: null, retry: null, swallowed: false });
@@ -172,17 +188,49 @@ export function needsLogCause(
  * as, in a turn that ended normally, is said in a note and changes nothing.
  */
 export function decide(f: TurnFacts): Decision {
-  const d = decideStatus({ ...f, agentError: agentErrorOf(f) });
-  if (!f.textCause || d.status !== "ok") return d;
-  const { category, anchor } = f.textCause.error;
-  return {
-    ...d,
-    note:
+  const notes: string[] = [];
+  const d = decideStatus({ ...f, agentError: agentErrorOf(f) }, notes);
+  if (f.textCause && d.status === "ok") {
+    const { category, anchor } = f.textCause.error;
+    notes.push(
       `the agent's reply reads as a ${category} failure (anchor ${anchor}); the turn ended normally, so it stays ok`,
-  };
+    );
+  }
+  return notes.length > 0 ? { ...d, notes } : d;
 }
 
-function decideStatus(f: TurnFacts): Decision {
+/**
+ * What the evidence beyond the wire says of a turn the agent ended as whole: cut (the
+ * cause), or stopped for a reason only the records show. The records' own reading comes
+ * first. An unanswered prompt cuts a reply only when text was streamed (with none, the turn
+ * reads as empty, as the wire says). The wire's contradictions yield to a final answer the
+ * records hold; a reply shorter than that recorded answer is cut. Usage that counts output
+ * nobody saw is a dropped answer: a refusal, unless the records hold the answer.
+ */
+function beyondWire(
+  f: TurnFacts,
+  notes: string[],
+): { cut: Cause | null; stop: RecordedStop | null } {
+  if (f.cut || f.recordedStop) return { cut: f.cut ?? null, stop: f.recordedStop ?? null };
+  if (f.unanswered) {
+    if (replyChars(f) > 0) return { cut: f.unanswered, stop: null };
+    notes.push("the agent recorded the prompt but no final answer, and streamed no text");
+  }
+  if (f.recordedFinal && f.contradiction) {
+    notes.push(`${f.contradiction.error.message} — but the agent's records hold its final answer`);
+  }
+  const cut = (f.recordedFinal ? f.shortfall : f.contradiction) ?? null;
+  if (!f.dropped || f.recordedFinal) return { cut, stop: null };
+  notes.push(f.dropped.error.message);
+  return { cut, stop: { stopReason: "refusal", cause: f.dropped } };
+}
+
+/** Characters of reply text (`output` when only that is known). */
+function replyChars(f: TurnFacts): number {
+  return f.replyChars ?? f.output;
+}
+
+function decideStatus(f: TurnFacts, notes: string[]): Decision {
   if (f.notStarted) return failed(f.notStarted);
   if (f.timeout) return failed(f.timeout);
   if (givenUp(f) || f.stopReason === "cancelled") return ok("cancelled");
@@ -209,9 +257,10 @@ function decideStatus(f: TurnFacts): Decision {
   // Evidence beyond the wire: the agent ended the turn as if whole; its records or the
   // wire itself say the reply was cut. With reply text: truncated (the text kept, the
   // cause said); with none: failed, since no answer exists.
-  if (f.recordedStop?.stopReason === "refusal") return { ...ok("refused"), swallowed: true };
-  if (f.recordedStop) return truncated(f.recordedStop.cause);
-  if (f.cut) return (f.replyChars ?? f.output) > 0 ? truncated(f.cut) : failed(f.cut, true);
+  const { cut, stop } = beyondWire(f, notes);
+  if (stop?.stopReason === "refusal") return { ...ok("refused"), swallowed: true };
+  if (stop) return truncated(stop.cause);
+  if (cut) return replyChars(f) > 0 ? truncated(cut) : failed(cut, true);
   if (f.output > 0) return ok("ok");
   if (f.logCause) return failed(f.logCause, true);
   return ok("empty");

@@ -20,10 +20,25 @@ import {
 } from "../cause/contradictions.ts";
 import { type Turn, turnText, wholeText } from "./turns.ts";
 
-/** What the evidence beyond the wire adds to a turn's facts and Outcome. */
+/**
+ * The evidence beyond the wire, as facts for `decide` (which weighs them: lib/core/decide.ts),
+ * and the reply text that is the final answer when it is not all of the streamed text.
+ */
 export interface BeyondWire {
+  /** The records end the turn on an error or an abort: the cause. */
   cut: Cause | null;
+  /** The records hold the prompt and no final answer after it: the cause. */
+  unanswered: Cause | null;
+  /** A stop reason only the records show. */
   recordedStop: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
+  /** The records hold the turn's final answer (no error, abort or stop after it). */
+  recordedFinal: boolean;
+  /** The wire contradicts itself: usage with no output, a final message with no content. */
+  contradiction: Cause | null;
+  /** The reply the client saw is a strict beginning of the recorded final answer. */
+  shortfall: Cause | null;
+  /** Usage counts output for a turn that showed nothing: the agent dropped the answer. */
+  dropped: Cause | null;
   /** The final answer when it is not all of the streamed text; null: the streamed text. */
   finalText: string | null;
 }
@@ -50,29 +65,34 @@ export function contradictionCause(message: string): Cause {
   };
 }
 
-/** Gathers the evidence; diagnostics say what was read and what it showed. */
+/** Gathers the evidence; diagnostics say what was read. */
 export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]): BeyondWire {
   const { turn, stopReason } = input;
-  const out: BeyondWire = { cut: null, recordedStop: null, finalText: null };
+  const out: BeyondWire = {
+    cut: null,
+    unanswered: null,
+    recordedStop: null,
+    recordedFinal: false,
+    contradiction: null,
+    shortfall: null,
+    dropped: null,
+    finalText: null,
+  };
   const text = turnText(turn);
   const whole = wholeText(turn, text);
-  let recordedFinal = false;
   let recordedText: string | null = null;
   let retried = false;
   if (input.records) {
     diagnostics.push(...input.records.diagnostics);
     const events = readRecordEvents(input.records.records, input.readers, diagnostics);
-    let verdict = foldRecordEvents(events);
-    if (verdict.unanswered && turn.chars === 0) {
-      // Nothing streamed and nothing recorded: the turn reads as empty, as the wire says.
-      diagnostics.push("the agent recorded the prompt but no final answer, and streamed no text");
-      verdict = { ...verdict, unanswered: null };
-    }
+    const verdict = foldRecordEvents(events);
     const causes = recordCauses(verdict, input.classifier, input.now, diagnostics);
-    out.cut = causes.cut;
+    // The records' cut is an unanswered prompt only when they show nothing else.
+    if (verdict.unanswered) out.unanswered = causes.cut;
+    else out.cut = causes.cut;
     out.recordedStop = causes.stop;
-    recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
-    recordedText = recordedFinal ? verdict.finalText : null;
+    out.recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
+    recordedText = out.recordedFinal ? verdict.finalText : null;
     retried = verdict.recovered;
     if (verdict.recovered) {
       diagnostics.push(
@@ -87,9 +107,9 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   }
   // Attempts: delimited by a silent gap before text that begins the attempt again; for a
   // turn known to be broken (cut, or retried by the agent), by its first characters alone.
+  const broken = out.cut !== null || (out.unanswered !== null && turn.chars > 0) || retried;
   const attempts = whole
-    ? restartedAttempts(text, turn.textBreaks) ??
-      (out.cut || retried ? repeatedStarts(text) : null)
+    ? restartedAttempts(text, turn.textBreaks) ?? (broken ? repeatedStarts(text) : null)
     : null;
   const last = attempts ? text.slice(attempts[attempts.length - 1]) : text;
   if (attempts) {
@@ -101,21 +121,12 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
         } of ${turn.chars}`,
     );
   }
-  if (!out.cut && !out.recordedStop) {
-    const words = zeroOutputUsage(input.result, turn.chars) ??
-      emptyFinalMessage(stopReason, turn.lastMessage);
-    if (words && recordedFinal) {
-      diagnostics.push(`${words} — but the agent's records hold its final answer`);
-    } else if (words) out.cut = contradictionCause(words);
-    const shortfall = recordedText !== null && whole
-      ? shorterThanRecorded(last, recordedText)
-      : null;
-    if (shortfall && !out.cut) out.cut = contradictionCause(shortfall);
-    const dropped = recordedFinal ? null : droppedAnswer(input.result, turn.chars, turn.activity);
-    if (dropped) {
-      diagnostics.push(dropped);
-      out.recordedStop = { stopReason: "refusal", cause: contradictionCause(dropped) };
-    }
-  }
+  const words = zeroOutputUsage(input.result, turn.chars) ??
+    emptyFinalMessage(stopReason, turn.lastMessage);
+  if (words) out.contradiction = contradictionCause(words);
+  const shortfall = recordedText !== null && whole ? shorterThanRecorded(last, recordedText) : null;
+  if (shortfall) out.shortfall = contradictionCause(shortfall);
+  const dropped = droppedAnswer(input.result, turn.chars, turn.activity);
+  if (dropped) out.dropped = contradictionCause(dropped);
   return out;
 }

@@ -143,10 +143,15 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     timeout,
     textCause: noticeCause(turn, classifier, endedAt, diagnostics),
     cut: beyond?.cut ?? null,
+    unanswered: beyond?.unanswered ?? null,
     recordedStop: beyond?.recordedStop ?? null,
+    recordedFinal: beyond?.recordedFinal ?? false,
+    contradiction: beyond?.contradiction ?? null,
+    shortfall: beyond?.shortfall ?? null,
+    dropped: beyond?.dropped ?? null,
     replyChars: turn.chars,
   });
-  if (decision.note) diagnostics.push(decision.note);
+  diagnostics.push(...decision.notes ?? []);
 
   if (turn.uninspected > 0) {
     diagnostics.push(

@@ -4,6 +4,7 @@ import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { mergeConfigs, parseConfigText } from "../../../lib/config/config.ts";
 import { gatherBeyondWire } from "../../../lib/proxy/beyond_wire.ts";
+import { decide } from "../../../lib/core/decide.ts";
 import { newTurn, observeUpdate } from "../../../lib/proxy/turns.ts";
 import { scanRecords } from "../../../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
@@ -389,8 +390,30 @@ describe("gatherBeyondWire (records and wire together)", () => {
     const out = gather(["All ", "good."], [user, answer("All good.")], {
       usage: { inputTokens: 5, outputTokens: 0 },
     });
-    expect([out.cut, out.recordedStop, out.finalText]).toEqual([null, null, null]);
-    expect(out.diagnostics.join("\n")).toContain("records hold its final answer");
+    expect([out.cut, out.recordedStop, out.finalText, out.recordedFinal]).toEqual([
+      null,
+      null,
+      null,
+      true,
+    ]);
+    // The usage contradicts the wire, but the records hold the final answer: decide keeps ok.
+    expect(out.contradiction?.error.anchor).toBe("wire");
+    const d = decide({
+      cancelled: false,
+      exit: null,
+      stopReason: "end_turn",
+      agentError: null,
+      output: 9,
+      logCause: null,
+      timeout: null,
+      ...out,
+    });
+    expect([d.status, d.notes?.join("\n")]).toEqual([
+      "ok",
+      expect.stringContaining(
+        "records hold its final answer",
+      ),
+    ]);
   });
   test("no records: the wire's contradictions alone", () => {
     const diagnostics: string[] = [];
@@ -403,7 +426,7 @@ describe("gatherBeyondWire (records and wire together)", () => {
       classifier: buildClassifier([]),
       now: 0,
     }, diagnostics);
-    expect(out.cut?.error.anchor).toBe("wire");
+    expect([out.cut, out.contradiction?.error.anchor]).toEqual([null, "wire"]);
   });
 });
 

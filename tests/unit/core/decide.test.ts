@@ -256,6 +256,103 @@ describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md
   });
 });
 
+describe("decide — records against the wire (proxy, end_turn; docs/EVIDENCE.md)", () => {
+  const CUT = recordCause("API Error: 529 Overloaded");
+  const UNANSWERED = recordCause("the agent recorded the prompt but no final answer", "unknown");
+  const WIRE = recordCause("the turn ended while its final message (m1) had no content", "unknown");
+  const SHORT = recordCause(
+    "the reply the client saw is shorter than the recorded answer",
+    "unknown",
+  );
+  const DROPPED = recordCause("usage counts 9 output tokens but it streamed nothing", "unknown");
+  const MAX = { stopReason: "max_tokens" as const, cause: recordCause("output limit", "context") };
+  type Row = {
+    chars: number;
+    cut?: Cause;
+    unanswered?: Cause;
+    stop?: NonNullable<TurnFacts["recordedStop"]>;
+    final?: boolean;
+    contradiction?: Cause;
+    shortfall?: Cause;
+    dropped?: Cause;
+    // -> status, error message, swallowed, notes
+    want: [string, string | null, boolean, string[]];
+  };
+  const rows: Row[] = [
+    // An unanswered prompt cuts a reply with text; with none the turn is empty, said in a note.
+    { chars: 5, unanswered: UNANSWERED, want: ["truncated", UNANSWERED.error.message, true, []] },
+    {
+      chars: 0,
+      unanswered: UNANSWERED,
+      want: ["empty", null, false, [
+        "the agent recorded the prompt but no final answer, and streamed no text",
+      ]],
+    },
+    // ... and then the wire's own contradiction still counts.
+    {
+      chars: 0,
+      unanswered: UNANSWERED,
+      contradiction: WIRE,
+      want: ["failed", WIRE.error.message, true, [
+        "the agent recorded the prompt but no final answer, and streamed no text",
+      ]],
+    },
+    // The records' own reading comes first.
+    {
+      chars: 5,
+      cut: CUT,
+      unanswered: UNANSWERED,
+      contradiction: WIRE,
+      dropped: DROPPED,
+      want: ["truncated", CUT.error.message, true, []],
+    },
+    { chars: 5, stop: MAX, contradiction: WIRE, want: ["truncated", "output limit", true, []] },
+    // The wire contradicts itself: cut, unless the records hold the final answer.
+    { chars: 5, contradiction: WIRE, want: ["truncated", WIRE.error.message, true, []] },
+    { chars: 0, contradiction: WIRE, want: ["failed", WIRE.error.message, true, []] },
+    {
+      chars: 5,
+      final: true,
+      contradiction: WIRE,
+      want: ["ok", null, false, [
+        `${WIRE.error.message} — but the agent's records hold its final answer`,
+      ]],
+    },
+    // A reply shorter than the recorded answer is cut (it needs the recorded answer).
+    { chars: 5, final: true, shortfall: SHORT, want: ["truncated", SHORT.error.message, true, []] },
+    { chars: 5, shortfall: SHORT, want: ["ok", null, false, []] },
+    // A dropped answer is a refusal, unless the records hold the answer.
+    { chars: 0, dropped: DROPPED, want: ["refused", null, true, [DROPPED.error.message]] },
+    {
+      chars: 0,
+      dropped: DROPPED,
+      contradiction: WIRE,
+      want: ["refused", null, true, [DROPPED.error.message]],
+    },
+    { chars: 0, final: true, dropped: DROPPED, want: ["empty", null, false, []] },
+  ];
+  for (const r of rows) {
+    const name = Object.entries(r).filter(([k]) => k !== "want").map(([k, v]) =>
+      typeof v === "object" ? k : `${k}=${v}`
+    ).join(" ");
+    test(`${name} -> ${r.want[0]}`, () => {
+      const d = decide({
+        ...wireBase,
+        output: r.chars,
+        replyChars: r.chars,
+        cut: r.cut ?? null,
+        unanswered: r.unanswered ?? null,
+        recordedStop: r.stop ?? null,
+        recordedFinal: r.final ?? false,
+        contradiction: r.contradiction ?? null,
+        shortfall: r.shortfall ?? null,
+        dropped: r.dropped ?? null,
+      });
+      expect([d.status, d.error?.message ?? null, d.swallowed, d.notes ?? []]).toEqual(r.want);
+    });
+  }
+});
+
 describe("decide — proxy mode: the client hung up, then the agent died", () => {
   // The proxy folds the dead agent's status into its error (agentError) and passes the exit.
   const DEAD = cause("agent exited with status 2: boom", "crash");
@@ -468,11 +565,13 @@ describe("decide — the streamed text of a turn that ended normally", () => {
   for (const [stopReason, output, hasText, status, noted] of rows) {
     test(`${stopReason} out=${output} text=${hasText} -> ${status}${noted ? " + note" : ""}`, () => {
       const d = decide({ ...base, stopReason, output, textCause: hasText ? TEXT : null });
-      expect([d.status, d.error, d.note ?? null]).toEqual([
+      expect([d.status, d.error, d.notes ?? null]).toEqual([
         status,
         null,
         noted
-          ? "the agent's reply reads as a quota failure (anchor t.quota); the turn ended normally, so it stays ok"
+          ? [
+            "the agent's reply reads as a quota failure (anchor t.quota); the turn ended normally, so it stays ok",
+          ]
           : null,
       ]);
     });
@@ -484,7 +583,7 @@ describe("decide — the streamed text of a turn that ended normally", () => {
       textCause: TEXT,
       output: 28,
     });
-    expect([d.status, d.error?.message, d.note]).toEqual(["failed", "usage limit", undefined]);
+    expect([d.status, d.error?.message, d.notes]).toEqual(["failed", "usage limit", undefined]);
   });
 });
 
