@@ -16,8 +16,33 @@ export interface Cause {
   wrapper?: boolean;
 }
 
+/**
+ * Evidence beyond the wire (proxy, a turn the agent ended with `end_turn`;
+ * docs/EVIDENCE.md): the agent's session records and the wire's contradictions, each a fact
+ * of its own; decide weighs them. Absent: none was read.
+ */
+export interface BeyondWireFacts {
+  /**
+   * The agent's session records end the turn on an error or an abort: the cause. A turn
+   * that recovered (an error, then a final answer) has none.
+   */
+  cut?: Cause | null;
+  /** The records hold the prompt and no final answer after it: the cause. */
+  unanswered?: Cause | null;
+  /** A stop reason only the agent's records show (the wire said `end_turn`). */
+  recordedStop?: RecordedStop | null;
+  /** The records hold the turn's final answer (nothing went wrong after it). */
+  recordedFinal?: boolean;
+  /** The wire contradicts itself (usage with no output, a final message with no content). */
+  contradiction?: Cause | null;
+  /** The reply the client saw is a strict beginning of the final answer the agent recorded. */
+  shortfall?: Cause | null;
+  /** The agent's usage counts output for a turn that showed nothing: its answer was dropped. */
+  dropped?: Cause | null;
+}
+
 /** Everything known about a turn when it ends. */
-export interface TurnFacts {
+export interface TurnFacts extends BeyondWireFacts {
   /** turnguard was asked to stop the turn (a forwarded signal, or session/cancel). */
   cancelled: boolean;
   /**
@@ -54,25 +79,6 @@ export interface TurnFacts {
    * cause as a notice just before they answer with an error). Never a failure by itself.
    */
   textCause?: Cause | null;
-  // Evidence beyond the wire (proxy, a turn the agent ended with `end_turn`;
-  // docs/EVIDENCE.md). Absent: none was read.
-  /**
-   * The agent's session records end the turn on an error or an abort: the cause. A turn
-   * that recovered (an error, then a final answer) has none.
-   */
-  cut?: Cause | null;
-  /** The records hold the prompt and no final answer after it: the cause. */
-  unanswered?: Cause | null;
-  /** A stop reason only the agent's records show (the wire said `end_turn`). */
-  recordedStop?: RecordedStop | null;
-  /** The records hold the turn's final answer (nothing went wrong after it). */
-  recordedFinal?: boolean;
-  /** The wire contradicts itself (usage with no output, a final message with no content). */
-  contradiction?: Cause | null;
-  /** The reply the client saw is a strict beginning of the final answer the agent recorded. */
-  shortfall?: Cause | null;
-  /** The agent's usage counts output for a turn that showed nothing: its answer was dropped. */
-  dropped?: Cause | null;
   /** Characters of reply text streamed (`output` also counts other updates). */
   replyChars?: number;
 }

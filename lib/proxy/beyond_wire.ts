@@ -5,7 +5,7 @@
  * when the turn recovered or re-streamed its reply. Pure given the records already read.
  */
 import { retryHint } from "../core/retry_hint.ts";
-import type { Cause } from "../core/decide.ts";
+import type { BeyondWireFacts, Cause } from "../core/decide.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
@@ -21,24 +21,11 @@ import {
 import { type Turn, turnText, wholeText } from "./turns.ts";
 
 /**
- * The evidence beyond the wire, as facts for `decide` (which weighs them: lib/core/decide.ts),
- * and the reply text that is the final answer when it is not all of the streamed text.
+ * The evidence beyond the wire, as facts for `decide` (which weighs them), and the reply
+ * text that is the final answer when it is not all of the streamed text.
  */
 export interface BeyondWire {
-  /** The records end the turn on an error or an abort: the cause. */
-  cut: Cause | null;
-  /** The records hold the prompt and no final answer after it: the cause. */
-  unanswered: Cause | null;
-  /** A stop reason only the records show. */
-  recordedStop: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
-  /** The records hold the turn's final answer (no error, abort or stop after it). */
-  recordedFinal: boolean;
-  /** The wire contradicts itself: usage with no output, a final message with no content. */
-  contradiction: Cause | null;
-  /** The reply the client saw is a strict beginning of the recorded final answer. */
-  shortfall: Cause | null;
-  /** Usage counts output for a turn that showed nothing: the agent dropped the answer. */
-  dropped: Cause | null;
+  facts: Required<BeyondWireFacts>;
   /** The final answer when it is not all of the streamed text; null: the streamed text. */
   finalText: string | null;
 }
@@ -68,7 +55,7 @@ export function contradictionCause(message: string): Cause {
 /** Gathers the evidence; diagnostics say what was read. */
 export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]): BeyondWire {
   const { turn, stopReason } = input;
-  const out: BeyondWire = {
+  const facts: Required<BeyondWireFacts> = {
     cut: null,
     unanswered: null,
     recordedStop: null,
@@ -76,7 +63,6 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
     contradiction: null,
     shortfall: null,
     dropped: null,
-    finalText: null,
   };
   const text = turnText(turn);
   const whole = wholeText(turn, text);
@@ -88,11 +74,11 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
     const verdict = foldRecordEvents(events);
     const causes = recordCauses(verdict, input.classifier, input.now, diagnostics);
     // The records' cut is an unanswered prompt only when they show nothing else.
-    if (verdict.unanswered) out.unanswered = causes.cut;
-    else out.cut = causes.cut;
-    out.recordedStop = causes.stop;
-    out.recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
-    recordedText = out.recordedFinal ? verdict.finalText : null;
+    if (verdict.unanswered) facts.unanswered = causes.cut;
+    else facts.cut = causes.cut;
+    facts.recordedStop = causes.stop;
+    facts.recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
+    recordedText = facts.recordedFinal ? verdict.finalText : null;
     retried = verdict.recovered;
     if (verdict.recovered) {
       diagnostics.push(
@@ -102,18 +88,16 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   }
   // A recovered turn whose recorded final answer ends the streamed text: that is the reply.
   if (retried && recordedText && whole && text !== recordedText && text.endsWith(recordedText)) {
-    out.finalText = recordedText;
-    return out;
+    return { facts, finalText: recordedText };
   }
   // Attempts: delimited by a silent gap before text that begins the attempt again; for a
   // turn known to be broken (cut, or retried by the agent), by its first characters alone.
-  const broken = out.cut !== null || (out.unanswered !== null && turn.chars > 0) || retried;
+  const broken = facts.cut !== null || facts.unanswered !== null || retried;
   const attempts = whole
     ? restartedAttempts(text, turn.textBreaks) ?? (broken ? repeatedStarts(text) : null)
     : null;
   const last = attempts ? text.slice(attempts[attempts.length - 1]) : text;
   if (attempts) {
-    out.finalText = last;
     diagnostics.push(
       `the reply restarted ${attempts.length - 1} time(s) (a retry re-streamed it): ` +
         `reply.text is the last attempt, from character ${
@@ -123,10 +107,10 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   }
   const words = zeroOutputUsage(input.result, turn.chars) ??
     emptyFinalMessage(stopReason, turn.lastMessage);
-  if (words) out.contradiction = contradictionCause(words);
+  if (words) facts.contradiction = contradictionCause(words);
   const shortfall = recordedText !== null && whole ? shorterThanRecorded(last, recordedText) : null;
-  if (shortfall) out.shortfall = contradictionCause(shortfall);
+  if (shortfall) facts.shortfall = contradictionCause(shortfall);
   const dropped = droppedAnswer(input.result, turn.chars, turn.activity);
-  if (dropped) out.dropped = contradictionCause(dropped);
-  return out;
+  if (dropped) facts.dropped = contradictionCause(dropped);
+  return { facts, finalText: attempts ? last : null };
 }

@@ -142,13 +142,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     logCause,
     timeout,
     textCause: noticeCause(turn, classifier, endedAt, diagnostics),
-    cut: beyond?.cut ?? null,
-    unanswered: beyond?.unanswered ?? null,
-    recordedStop: beyond?.recordedStop ?? null,
-    recordedFinal: beyond?.recordedFinal ?? false,
-    contradiction: beyond?.contradiction ?? null,
-    shortfall: beyond?.shortfall ?? null,
-    dropped: beyond?.dropped ?? null,
+    ...beyond?.facts,
     replyChars: turn.chars,
   });
   diagnostics.push(...decision.notes ?? []);

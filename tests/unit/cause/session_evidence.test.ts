@@ -369,7 +369,7 @@ describe("gatherBeyondWire (records and wire together)", () => {
       classifier: buildClassifier([]),
       now: 0,
     }, diagnostics);
-    return { ...out, diagnostics };
+    return { ...out.facts, finalText: out.finalText, diagnostics };
   };
   const user = { type: "user", message: { content: "q" } };
   const retry = { type: "system", subtype: "api_error", error: { status: 529 } };
@@ -426,7 +426,7 @@ describe("gatherBeyondWire (records and wire together)", () => {
       classifier: buildClassifier([]),
       now: 0,
     }, diagnostics);
-    expect([out.cut, out.contradiction?.error.anchor]).toEqual([null, "wire"]);
+    expect([out.facts.cut, out.facts.contradiction?.error.anchor]).toEqual([null, "wire"]);
   });
 });
 
