@@ -70,6 +70,8 @@ export interface TurnFacts extends BeyondWireFacts {
   errorStop?: "max_tokens" | "refusal" | null;
   /** Bytes of stdout (run) or characters streamed (proxy). */
   output: number;
+  /** Run mode: the output is white space alone. */
+  outputBlank?: boolean;
   /** The cause found in the turn's appended log bytes. */
   logCause: Cause | null;
   /** The turn was cut short by turnguard's silence timeout. */
@@ -195,7 +197,9 @@ export function needsLogCause(
  */
 export function decide(f: TurnFacts): Decision {
   const notes: string[] = [];
-  const d = decideStatus({ ...f, agentError: agentErrorOf(f) }, notes);
+  // White space alone is no answer: a failure swallowed behind a lone newline still shows.
+  const output = f.outputBlank ? 0 : f.output;
+  const d = decideStatus({ ...f, output, agentError: agentErrorOf(f) }, notes);
   if (f.textCause && d.status === "ok") {
     const { category, anchor } = f.textCause.error;
     notes.push(

@@ -267,8 +267,8 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     exit: { code: exit.code, signal: exit.signal },
     stopReason: null,
     agentError,
-    // Whitespace alone is no answer: a swallowed failure behind a lone newline still shows.
-    output: meaningful ? outBytes : 0,
+    output: outBytes,
+    outputBlank: !meaningful,
     logCause: log.cause,
     timeout: deadline?.expired()
       ? timeoutCause(`turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)`)

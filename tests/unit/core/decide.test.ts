@@ -104,6 +104,24 @@ describe("decide — run mode truth table (every combination)", () => {
     });
   }
 
+  // exit, white space only, log cause? -> status, swallowed
+  test.each([
+    [0, false, false, "ok", false],
+    [0, true, false, "empty", false],
+    [0, true, true, "failed", true],
+    [0, false, true, "ok", false],
+    [2, true, false, "failed", false],
+  ])("exit %d, blank output %p, log cause %p -> %s", (code, blank, log, status, swallowed) => {
+    const d = decide({
+      ...base,
+      exit: { code, signal: null },
+      output: 1,
+      outputBlank: blank,
+      logCause: log ? LOG : null,
+    });
+    expect([d.status, d.swallowed]).toEqual([status, swallowed]);
+  });
+
   test("a generic agent error keeps its own code when sharpened by the log cause", () => {
     const d = decide({
       ...base,
