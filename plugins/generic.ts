@@ -184,9 +184,21 @@ export function ruleHit(rule: Rule, input: AnchorInput): AnchorHit | null {
     input.kind === "log" ? { kind: "log", line: logMessage(input.line) } : input,
   );
   if (!applies(rule, reading.words)) return null;
+  return readingHit(input, reading, rule.category);
+}
+
+/**
+ * The hit of an input read as `reading`, filed under `category`: its readable cause, the
+ * status code, and the provider's RetryInfo delay; null when the cause is empty.
+ */
+function readingHit(
+  input: AnchorInput,
+  reading: Reading,
+  category: Category,
+): AnchorHit | null {
   const cause = tidyCause(reading.cause, "none");
   if (cause === "") return null;
-  const hit: AnchorHit = { cause, category: rule.category };
+  const hit: AnchorHit = { cause, category };
   const status = statusOf(input, reading.provider);
   if (status !== undefined) hit.code = status;
   if (reading.provider?.retryDelayMs !== undefined) {
@@ -227,15 +239,7 @@ export default definePlugin({
         const reading = readInput(input);
         const category = providerCategory(reading.provider);
         if (category === undefined) return null;
-        const cause = tidyCause(reading.cause, "none");
-        if (cause === "") return null;
-        const hit: AnchorHit = { cause, category };
-        const status = statusOf(input, reading.provider);
-        if (status !== undefined) hit.code = status;
-        if (reading.provider?.retryDelayMs !== undefined) {
-          hit.retry = { afterMs: reading.provider.retryDelayMs, reason: "retryDelay" };
-        }
-        return hit;
+        return readingHit(input, reading, category);
       },
     }),
     ...RULES.map((rule) =>
