@@ -135,15 +135,10 @@ export function exitCause(exit: { code: number | null; signal: string | null }):
   const message = exit.signal
     ? `killed by signal ${exit.signal}`
     : `exited with status ${exit.code}`;
+  const category = exit.signal ? "crash" : "unknown";
   return {
-    error: {
-      code: exit.code,
-      message,
-      category: exit.signal ? "crash" : "unknown",
-      anchor: null,
-      source: null,
-    },
-    retry: { ...retryHint("unknown"), reason: "the agent failed without a known cause" },
+    error: { code: exit.code, message, category, anchor: null, source: null },
+    retry: { ...retryHint(category), reason: "the agent failed without a known cause" },
   };
 }
 

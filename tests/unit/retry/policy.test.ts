@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { RETRYABLE } from "../../../lib/cause/classify.ts";
+import { RETRYABLE } from "../../../lib/core/retry_hint.ts";
 import { type Category, CategorySchema, type Outcome } from "../../../lib/core/outcome.ts";
 import {
   BACKOFF_BASE_MS,
