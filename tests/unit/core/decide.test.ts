@@ -119,7 +119,7 @@ describe("decide — run mode truth table (every combination)", () => {
       outputBlank: blank,
       logCause: log ? LOG : null,
     });
-    expect([d.status, d.swallowed]).toEqual([status, swallowed]);
+    expect([d.status as string, d.swallowed]).toEqual([status, swallowed]);
   });
 
   test("a generic agent error keeps its own code when sharpened by the log cause", () => {
@@ -583,7 +583,7 @@ describe("decide — the streamed text of a turn that ended normally", () => {
   for (const [stopReason, output, hasText, status, noted] of rows) {
     test(`${stopReason} out=${output} text=${hasText} -> ${status}${noted ? " + note" : ""}`, () => {
       const d = decide({ ...base, stopReason, output, textCause: hasText ? TEXT : null });
-      expect([d.status, d.error, d.notes ?? null]).toEqual([
+      expect([d.status as string, d.error, d.notes ?? null]).toEqual([
         status,
         null,
         noted

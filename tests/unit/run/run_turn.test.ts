@@ -8,21 +8,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type { Profile } from "../../../lib/config/config.ts";
-import { loadRegistry, profileAnchors, requireProfile } from "../../../lib/config/registry.ts";
+import { loadRegistry, profileClassifier, requireProfile } from "../../../lib/config/registry.ts";
 import { EXIT } from "../../../lib/errors.ts";
-import type { LoadedAnchor } from "../../../lib/plugin/api.ts";
+import type { Classifier } from "../../../lib/cause/classifier.ts";
 import { runTurn } from "../../../lib/run/run.ts";
 
 const QUOTA =
   "E0707 08:34:23.910604  84 log.go:398] agent executor error: model unreachable: RESOURCE_EXHAUSTED (code 429): Individual quota reached. Resets in 40h52m46s.";
 
-let anchors: LoadedAnchor[];
+let classifier: Classifier;
 let dir: string;
 let profile: Profile;
 
 beforeAll(async () => {
   const registry = await loadRegistry({ env: {}, cwd: "/" });
-  anchors = profileAnchors(registry.anchors, requireProfile(registry, "agy"));
+  classifier = profileClassifier(registry, requireProfile(registry, "agy"));
 });
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "tg-runturn-"));
@@ -49,7 +49,7 @@ async function turn(script: string, timeoutMs: number | null = null, command = "
     command,
     args: ["-c", script],
     profile,
-    anchors,
+    classifier,
     env: { ...process.env, LOGDIR: join(dir, "log") },
     captureStdout: false,
     stdout,

@@ -67,7 +67,9 @@ describe("redact: the secret corpus", () => {
       for (let n = prefix![0].length; n < secret.length; n++) {
         for (const tail of ["", "…", "..."]) {
           const out = redact(`error: 401 invalid key ${secret.slice(0, n)}${tail}`);
-          expect(out).toBe(`error: 401 invalid key ${out.match(/\[REDACTED:[a-z]+\]/)?.[0]}${tail}`);
+          expect(out).toBe(
+            `error: 401 invalid key ${out.match(/\[REDACTED:[a-z]+\]/)?.[0]}${tail}`,
+          );
         }
       }
     }
