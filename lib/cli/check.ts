@@ -50,7 +50,10 @@ function patternWarnings(registry: Registry, profile: Profile): string[] {
 export function checkReport(registry: Registry) {
   const configured = [...registry.profiles.values()];
   for (const p of configured) checkPublish(registry, p);
-  const warnings = configured.flatMap((p) => patternWarnings(registry, p));
+  const warnings = [
+    ...registry.warnings,
+    ...configured.flatMap((p) => patternWarnings(registry, p)),
+  ];
   const profiles = [...configured, OTHER].map((p) => ({
     name: p.name,
     match: p.match,

@@ -15,6 +15,7 @@ import { errCode } from "../io/logfs.ts";
 import { compileDetector, DeclarativeDetectorSchema } from "../publish/declarative.ts";
 import { type PublishTable, PublishTableSchema } from "../publish/settings.ts";
 import { type TelemetryTable, TelemetryTableSchema } from "../telemetry/settings.ts";
+import { regexRisk } from "./regex_risk.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
 
 /** An agent profile as written under `[agent.NAME]`. */
@@ -188,6 +189,8 @@ export interface MergedConfig {
   telemetry: TelemetryTable | null;
   /** `journal` of the last file that sets it: false turns the journal off. */
   journal: boolean;
+  /** What is valid but likely wrong, one line each naming file, line and key. */
+  warnings: string[];
 }
 
 /**
@@ -198,6 +201,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
   const profiles = new Map<string, Profile>();
   const anchors = new Map<string, ReturnType<typeof compileAnchor>>();
   const plugins: PluginRef[] = [];
+  const warnings: string[] = [];
   const detectors = new Map<string, ReturnType<typeof compileDetector>>();
   let pluginBudgetMs: number | null = null;
   let telemetry: TelemetryTable | null = null;
@@ -223,6 +227,11 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
       const line = keyLine(file, ["anchor", i]);
       anchors.delete(decl.id);
       anchors.set(decl.id, compileAnchor(decl, `${file.path}${line ? `:${line}` : ""}`));
+      const risk = decl.regex === undefined ? null : regexRisk(decl.regex);
+      if (risk !== null) {
+        const at = `${file.path}:${keyLine(file, ["anchor", i, "regex"]) ?? line ?? "?"}`;
+        warnings.push(`${at}: anchor[${i}].regex (${decl.id}): ${risk}`);
+      }
     });
     (file.data.detector ?? []).forEach((decl, i) => {
       const line = keyLine(file, ["detector", i]);
@@ -256,5 +265,6 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     pluginBudgetMs,
     telemetry,
     journal,
+    warnings,
   };
 }

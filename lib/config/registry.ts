@@ -41,6 +41,8 @@ export interface Registry {
   telemetry: MergedConfig["telemetry"];
   /** Whether `run` and `proxy` journal their turns (config `journal = false` turns it off). */
   journal: boolean;
+  /** What the config files say that is valid but likely wrong (`turnguard check` prints it). */
+  warnings: string[];
 }
 
 /** Where to look for configuration. */
@@ -69,6 +71,7 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
     pluginBudgetMs,
     telemetry: merged.telemetry,
     journal: merged.journal,
+    warnings: merged.warnings,
   };
 }
 

@@ -189,6 +189,23 @@ describe("check sees what the proxy would reject", () => {
   });
 });
 
+describe("check: a regex that may take exponential time", () => {
+  test("is a warning naming file, line, key and anchor; the built-in ones have none", async () => {
+    const path = config(
+      "risky.toml",
+      '# gateway errors\n[[anchor]]\nid = "gw.loop"\nregex = "^(\\\\w+\\\\s?)*failed$"\n',
+    );
+    const r = await tg(["check", "--config", path]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.split("\n").filter((l) => l.startsWith("warning:"))).toEqual([
+      `warning: ${path}:4: anchor[0].regex (gw.loop): the group at character 2 repeats (*) ` +
+      "and holds an unbounded repetition: it may take exponential time on some lines",
+    ]);
+    const plain = await tg(["check"]);
+    expect(plain.stdout).not.toContain("warning:");
+  });
+});
+
 describe("explain (pure)", () => {
   const anchor = (id: string, priority: number) =>
     v.parse(AnchorSchema, {
