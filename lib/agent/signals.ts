@@ -4,8 +4,7 @@
  * `detached`), so its signals, and the stop on every exit path, reach the processes it
  * started too.
  */
-import { constants } from "node:os";
-import { isatty } from "node:tty";
+import { stdinIsTerminal } from "../io/terminal.ts";
 
 /** The signals a wrapper forwards to the agent it runs. */
 export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"] as const;
@@ -14,6 +13,8 @@ export type ForwardedSignal = typeof FORWARDED_SIGNALS[number];
 
 /** The number of a signal name (`SIGINT` → 2); 0 when unknown. */
 export function signalNumber(name: string): number {
+  // Loaded when a signal is named, not at every start (node:os: about 1 ms, 1 MiB).
+  const { constants } = process.getBuiltinModule("node:os");
   return (constants.signals as Record<string, number>)[name] ?? 0;
 }
 
@@ -92,8 +93,8 @@ export function forwardSignalsFromSpawn(
  * terminal (a new session would cut the agent off it). The proxy's agent always is.
  */
 export function ownGroup(): boolean {
-  // isatty, not process.stdin: the stream would change the descriptor the agent inherits.
-  return !isatty(0);
+  // Not process.stdin: the stream would change the descriptor the agent inherits.
+  return !stdinIsTerminal();
 }
 
 /**

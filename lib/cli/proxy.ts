@@ -3,7 +3,6 @@
  * asked to and, with `--retries`, retries a retryable failure nothing reached the client of.
  */
 import { resolve } from "node:path";
-import { isatty } from "node:tty";
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { UsageError } from "../errors.ts";
 import type { Outcome } from "../core/outcome.ts";
@@ -24,6 +23,7 @@ import { openTelemetry } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 import { stderr, stdout } from "../io/stdio.ts";
+import { stdinIsTerminal } from "../io/terminal.ts";
 import { bun } from "../io/bun_api.ts";
 import { bunStdin, stdSink } from "../proxy/agent_io.ts";
 import { warnLine } from "../io/output.ts";
@@ -123,7 +123,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       output: bun ? stdSink(stdout) : stdout.writable(),
       // A person at a terminal is not an ACP client: an agent that cannot start is not
       // answered on their behalf (no wait for a first request).
-      firstRequestWaitMs: isatty(0) ? 0 : undefined,
+      firstRequestWaitMs: stdinIsTerminal() ? 0 : undefined,
       stderr: stderr.writable(),
       inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,

@@ -5,7 +5,6 @@
  * names — from wherever turnguard happens to run. Such a value is ignored, with a
  * diagnostic; an empty value means unset (the XDG rule).
  */
-import { userInfo } from "node:os";
 import { isAbsolute } from "node:path";
 
 /** The variables that name base directories. */
@@ -24,7 +23,8 @@ export function absoluteDir(env: Env, name: DirVar): string | null {
 /** The account's home directory from the user database, when it has an absolute one. */
 function accountHome(): string | null {
   try {
-    const home = userInfo().homedir;
+    // node:os only when HOME is not set (it costs about 1 ms at every start).
+    const home = process.getBuiltinModule("node:os").userInfo().homedir;
     return home && isAbsolute(home) ? home : null;
   } catch {
     return null;
