@@ -12,8 +12,9 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
-import { IDLE_RECHECK_MS, STREAM_GRACE_MS, waitForExit } from "../run/run.ts";
-import { killGroup, type Signallable } from "../agent/signals.ts";
+import { waitForExit } from "../run/run.ts";
+import { drainAfterExit, type DrainSource } from "../agent/exit_drain.ts";
+import type { Signallable } from "../agent/signals.ts";
 import type { StdStream } from "../io/stdio.ts";
 
 /** A stream of bytes the proxy reads, paused while what it feeds is full. */
@@ -121,7 +122,7 @@ async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Erro
     child.once("error", (err) => resolve(child.pid === undefined ? err : null));
   });
   if (started) return started;
-  const exited = waitForExit(child);
+  const exited = waitForExit(child, { group: child });
   child.stdin!.on("error", () => {}); // the agent closed its stdin or died
   return {
     get pid() {
@@ -147,7 +148,7 @@ async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Erro
 // ---------------------------------------------------------------- the Bun-native path
 
 /** A ReadableStream read in a loop, paused by holding the next read back. */
-class StreamSource implements ByteSource {
+class StreamSource implements ByteSource, DrainSource {
   #reader: ReturnType<ReadableStream<Uint8Array>["getReader"]> | null = null;
   #gate: Promise<void> | null = null;
   #open: (() => void) | null = null;
@@ -160,7 +161,7 @@ class StreamSource implements ByteSource {
   constructor(readonly stream: () => ReadableStream<Uint8Array>) {}
 
   /** Whether the next read is held back (its reader is slow). */
-  get paused(): boolean {
+  get busy(): boolean {
     return this.#gate !== null;
   }
 
@@ -326,41 +327,10 @@ function startBunAgent(launch: AgentCommand): AgentProcess | Error {
     stderr,
     exited: async () => {
       await child.exited;
-      await drained(child, [stdout, stderr]);
+      await drainAfterExit([stdout, stderr], Promise.all([stdout.done, stderr.done]), {
+        group: child,
+      });
       return { code: child.signalCode ? null : child.exitCode, signal: child.signalCode };
     },
   };
-}
-
-/**
- * After the agent exited: waits for its output to end. Held open by a grandchild and idle
- * for STREAM_GRACE_MS while no read is held back by a slow reader, the agent's group is
- * stopped; still open a grace later, the streams are closed (as the portable path does).
- */
-async function drained(child: Signallable, sources: StreamSource[]): Promise<void> {
-  const ended = Promise.all(sources.map((s) => s.done)).then(() => "ended" as const);
-  let stopped = false;
-  for (;;) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const quiet = () => Math.min(...sources.map((s) => Date.now() - s.movedAt));
-    const idle = new Promise<"idle">((resolve) => {
-      timer = setTimeout(() => resolve("idle"), Math.max(1, STREAM_GRACE_MS - quiet()));
-    });
-    const which = await Promise.race([ended, idle]);
-    clearTimeout(timer);
-    if (which === "ended") return;
-    if (sources.some((s) => s.paused) || quiet() < STREAM_GRACE_MS) continue;
-    // A starved process runs its due timers before it reads what waits in the pipes.
-    await new Promise((resolve) => setTimeout(resolve, IDLE_RECHECK_MS));
-    if (sources.some((s) => s.paused) || quiet() < STREAM_GRACE_MS) continue;
-    if (!stopped) {
-      stopped = true;
-      killGroup(child, "SIGTERM");
-      for (const s of sources) s.movedAt = Date.now();
-      continue;
-    }
-    for (const s of sources) s.stop();
-    await ended;
-    return;
-  }
 }

@@ -5,15 +5,13 @@
  * portable one in lib/run/run.ts (which Deno, and callers with their own streams, use):
  * stdout and stderr pass through byte for byte with backpressure, a reader that goes away
  * stops the copy (the agent meets a closed pipe), signals are forwarded, and once the agent
- * exited its output is read to the end, unless a grandchild holds the pipes open and
- * nothing moves for STREAM_GRACE_MS while no write waits on a slow reader.
+ * exited its output is read to the end, unless a grandchild holds the pipes open with
+ * nothing moving and no write waiting on a slow reader (lib/exit_drain.ts).
  */
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
+import { drainAfterExit, type DrainSource } from "../agent/exit_drain.ts";
 import { forwardSignals, ownGroup, type Signallable, stopGroupOnExit } from "../agent/signals.ts";
 import type { StdStream } from "../io/stdio.ts";
-
-/** After the agent exits, how long its stdio may stay open (held by its own children). */
-export const STREAM_GRACE_MS = 2000;
 
 /** What the pass-through reports while the agent runs. */
 export interface PassThroughTaps {
@@ -45,12 +43,11 @@ export interface BunLaunch {
   cwd?: string;
 }
 
-/** One stream's copy: whether it is waiting on its sink, and when it last moved. */
-interface Copy {
+/** One stream's copy: busy while it waits on its sink; when it last moved. */
+interface Copy extends DrainSource {
   done: Promise<void>;
-  writing: boolean;
+  busy: boolean;
   movedAt: number;
-  stop(): void;
 }
 
 function copy(
@@ -62,7 +59,7 @@ function copy(
   const reader = from.getReader();
   const state: Copy = {
     done: Promise.resolve(),
-    writing: false,
+    busy: false,
     movedAt: Date.now(),
     stop: () => void reader.cancel().catch(() => {}),
   };
@@ -74,9 +71,9 @@ function copy(
         state.movedAt = Date.now();
         tap(value);
         if (to === null) continue;
-        state.writing = true;
+        state.busy = true;
         await to.write(value);
-        state.writing = false;
+        state.busy = false;
         state.movedAt = Date.now();
         if (to.broken) {
           onBroken();
@@ -103,6 +100,7 @@ export async function bunPassThrough(
   taps: PassThroughTaps,
 ): Promise<AgentExit> {
   let child: BunSubprocess;
+  const detached = ownGroup();
   try {
     child = bun!.spawn([launch.command, ...launch.args], {
       stdin: "inherit",
@@ -110,7 +108,7 @@ export async function bunPassThrough(
       stderr: "pipe",
       env: launch.env,
       cwd: launch.cwd,
-      detached: ownGroup(),
+      detached,
     });
   } catch (err) {
     return { pid: undefined, code: null, signal: null, error: err as Error };
@@ -127,23 +125,10 @@ export async function bunPassThrough(
     copy(child.stderr, stderr, taps.stderr, () => {}),
   ];
   await child.exited;
-  const ended = Promise.all(copies.map((c) => c.done));
-  for (;;) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const idle = new Promise<"idle">((resolve) => {
-      const quiet = Math.min(...copies.map((c) => Date.now() - c.movedAt));
-      timer = setTimeout(() => resolve("idle"), Math.max(1, STREAM_GRACE_MS - quiet));
-    });
-    const which = await Promise.race([ended.then(() => "ended" as const), idle]);
-    clearTimeout(timer);
-    if (which === "ended") break;
-    const quiet = copies.every((c) => !c.writing && Date.now() - c.movedAt >= STREAM_GRACE_MS);
-    if (quiet) {
-      for (const c of copies) c.stop();
-      await ended;
-      break;
-    }
-  }
+  // An agent in the terminal's group has no group of its own to stop.
+  await drainAfterExit(copies, Promise.all(copies.map((c) => c.done)), {
+    group: detached ? child : null,
+  });
   stopForwarding();
   stopGroup();
   return {

@@ -27,12 +27,8 @@ import {
 import { capUtf8, formatDuration, lastLines } from "../text/text.ts";
 import { Head, Tail } from "../text/byte_window.ts";
 import { bun } from "../io/bun_api.ts";
-import {
-  type AgentExit,
-  bunPassThrough,
-  type PassThroughTaps,
-  STREAM_GRACE_MS,
-} from "./bun_pass_through.ts";
+import { type AgentExit, bunPassThrough, type PassThroughTaps } from "./bun_pass_through.ts";
+import { drainAfterExit, type DrainPolicy, type DrainSource } from "../agent/exit_drain.ts";
 import { StdStream } from "../io/stdio.ts";
 
 export { Tail };
@@ -104,68 +100,48 @@ export function stderrCause(
   return { error: { code, message, category, anchor: null, source: null }, retry };
 }
 
-export { STREAM_GRACE_MS };
-/** The second look of an idle check (see waitForExit). */
-export const IDLE_RECHECK_MS = 50;
-
 /**
- * Waits for the agent to exit, then for its output streams to end. A grandchild the
- * agent left behind may hold the pipes open forever, so once the streams have been idle
- * for STREAM_GRACE_MS the agent's process group is stopped, and a grace later they are
- * closed — but never while a stream is paused because its reader is slow: that data is
- * still on its way, and no byte of it may be lost.
+ * Waits for the agent to exit, then for its output streams to end (lib/exit_drain.ts: a
+ * grandchild holding them open with nothing moving has its group stopped, then they are
+ * closed; never while a stream is paused because its reader is slow).
  */
 export function waitForExit(
   child: ChildProcess,
+  policy: DrainPolicy,
 ): Promise<{ code: number | null; signal: string | null; error?: Error }> {
   return new Promise((resolve) => {
     child.once("error", (err) => {
       if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
     });
-    child.once("exit", (code, signal) => {
+    child.once("exit", async (code, signal) => {
       const streams = [child.stdout, child.stderr].filter((s): s is Readable =>
         s !== null && !s.readableEnded && !s.destroyed
       );
-      let open = streams.length;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      let chunks = 0;
-      let stopped = false;
-      const finish = () => {
-        clearTimeout(timer);
-        for (const s of streams) s.off("data", onData), s.destroy();
-        resolve({ code, signal });
-      };
-      function arm() {
-        clearTimeout(timer);
-        timer = setTimeout(idle, STREAM_GRACE_MS);
-      }
-      function onData() {
-        chunks++;
-        arm();
-      }
-      // Idle for the grace: first its group is stopped (whoever holds the pipes goes, and
-      // they end), and only when they are still open a grace later are they closed. A
-      // starved process runs its due timers before it reads what waits in the pipes: the
-      // idle check looks again after one more round of the event loop.
-      function idle() {
-        if (streams.some((s) => s.isPaused())) return arm();
-        const seen = chunks;
-        timer = setTimeout(() => {
-          if (chunks !== seen || streams.some((s) => s.isPaused())) return arm();
-          if (stopped) return finish();
-          stopped = true;
-          killGroup(child, "SIGTERM");
-          arm();
-        }, IDLE_RECHECK_MS);
-      }
-      if (open === 0) return finish();
-      for (const s of streams) {
-        s.on("data", onData);
-        s.once("close", () => --open === 0 && finish());
-      }
-      arm();
+      const sources = streams.map(nodeDrainSource);
+      await drainAfterExit(sources, Promise.all(sources.map((s) => s.closed)), policy);
+      for (const s of sources) s.detach();
+      resolve({ code, signal });
     });
   });
+}
+
+/** A Node Readable as the drain watches it: moved on `data`, busy while paused. */
+function nodeDrainSource(stream: Readable): DrainSource & {
+  closed: Promise<void>;
+  detach(): void;
+} {
+  const onData = () => void (source.movedAt = Date.now());
+  const source = {
+    movedAt: Date.now(),
+    get busy() {
+      return stream.isPaused();
+    },
+    stop: () => void stream.destroy(),
+    closed: new Promise<void>((resolve) => stream.once("close", () => resolve())),
+    detach: () => void stream.off("data", onData).destroy(),
+  };
+  stream.on("data", onData);
+  return source;
 }
 
 /**
@@ -315,11 +291,12 @@ async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise
   const writable = (s: Writable | StdStream) => s instanceof StdStream ? s.writable() : s;
   // Loaded here: under Bun, a run never needs node:child_process.
   const { spawn } = process.getBuiltinModule("node:child_process");
+  const detached = ownGroup();
   const child = spawn(opts.command, opts.args, {
     stdio: ["inherit", "pipe", "pipe"],
     env: opts.env as NodeJS.ProcessEnv,
     cwd: opts.cwd,
-    detached: ownGroup(),
+    detached,
   });
   if (child.pid !== undefined) taps.spawned?.(child);
   const stopForwarding = forwardSignals(child, taps.signalled);
@@ -327,7 +304,8 @@ async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise
   if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
   else pipeThrough(child.stdout!, writable(opts.stdout), taps.stdout, taps.readerGone);
   pipeThrough(child.stderr!, writable(opts.stderr), taps.stderr);
-  const exit = await waitForExit(child);
+  // An agent in the terminal's group has no group of its own to stop.
+  const exit = await waitForExit(child, { group: detached ? child : null });
   stopForwarding();
   stopGroup();
   return { pid: child.pid, ...exit };
