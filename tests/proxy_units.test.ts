@@ -414,6 +414,33 @@ describe("peek", () => {
     }
   });
 
+  test("a line looked at inside its chunk takes no messageId from the other lines there", () => {
+    // A canonical chunk line holds no messageId (its shape leaves no room for one); the
+    // line next to it in the same read does. It must not be read as the first line's.
+    const first = chunk("one");
+    const other = enc(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "session/update",
+        params: {
+          sessionId: "s1",
+          update: {
+            sessionUpdate: "agent_message_chunk",
+            messageId: "m-other",
+            content: { type: "text", text: "two" },
+          },
+        },
+      }) + "\n",
+    );
+    const both = new Uint8Array(first.length + other.length);
+    both.set(first);
+    both.set(other, first.length);
+    const t = turn();
+    observeUpdateLine(t, peekUpdate(both, 0, first.length)!, both, 1);
+    expect(t.chars).toBe(3);
+    expect(t.lastMessage).toBeNull();
+  });
+
   test("a peeked line and its parse agree", () => {
     const line = chunk("wörld");
     const t1 = turn();

@@ -3,7 +3,6 @@
  * Several sessions may run turns at once over one agent; each turn's state is its own.
  * `session/update` notifications are folded in by the pure `observeUpdate`.
  */
-import { Buffer } from "node:buffer";
 import type { ToolCallState } from "../plugin/api.ts";
 import type { Snapshot } from "../cause/snapshot.ts";
 import { applyToolCallUpdate } from "../publish/tool_calls.ts";
@@ -146,18 +145,6 @@ function noteText(turn: Turn, now: number, messageId: string | null, chars: numb
   }
 }
 
-const MESSAGE_ID = /"messageId"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
-const MESSAGE_ID_BYTES = new TextEncoder().encode('"messageId"');
-
-/** The `messageId` a chunk line names, found by its bytes (only its bytes are decoded). */
-function messageIdInLine(line: Uint8Array): string | null {
-  const bytes = Buffer.from(line.buffer, line.byteOffset, line.length);
-  const at = bytes.indexOf(MESSAGE_ID_BYTES);
-  if (at === -1) return null;
-  const m = bytes.subarray(at, at + 256).toString("utf8").match(MESSAGE_ID);
-  return m ? m[1] : null;
-}
-
 /** Merges the tool call lines kept as bytes, in the order they came. */
 function mergePending(turn: Turn): void {
   if (turn.pendingToolLines.length === 0) return;
@@ -215,12 +202,16 @@ export function observeUpdateLine(
       // decoded (a long chunk is never held whole as a string). A cut head is longer than
       // the limit, so nothing after it is kept. Bytes that are not valid UTF-8 are decoded
       // whole: the decoder's replacement characters decide the count.
+      // The canonical shape peekChunkText checked (`"sessionUpdate":KIND,"content":{"type":
+      // "text","text":T}}}}`, T without quotes) has no room for a messageId: a line with
+      // one is parsed below. `line` holds the other lines of its chunk too, so it is never
+      // searched for one.
       if (span.units === null) {
         const text = spanText(line, span);
-        noteText(turn, now, messageIdInLine(line), text.length);
+        noteText(turn, now, null, text.length);
         return addText(turn, text);
       }
-      noteText(turn, now, messageIdInLine(line), span.units);
+      noteText(turn, now, null, span.units);
       turn.chars += span.units;
       if (turn.reply.open) {
         turn.reply.push(spanText(line, spanHead(line, span, turn.reply.limit + 4)));
