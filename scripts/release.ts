@@ -70,6 +70,7 @@ function releaseTarget(target: Target, version: string, commit: string, out: str
     "--bytecode",
     "--format=esm",
     "--splitting",
+    "--compile-jit-policy=10",
     `--target=${TARGETS[target]}`,
     ...define(commit),
     "main.ts",

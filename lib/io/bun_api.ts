@@ -44,6 +44,11 @@ export interface BunSpawnOptions {
 /** The `Bun` global, as far as turnguard uses it. */
 export interface BunApi {
   readonly version: string;
+  /** Runtime knobs; `setJITPolicy` is absent from older Bun versions. */
+  readonly unsafe?: {
+    /** Scales the JIT's tier-up thresholds (1: normal); see the Makefile's build flags. */
+    setJITPolicy?(scale: number): void;
+  };
   spawn(command: string[], options: BunSpawnOptions): BunSubprocess;
   write(destination: unknown, data: string | Uint8Array): Promise<number>;
   readonly stdin: { stream(): ReadableStream<Uint8Array> };

@@ -66,6 +66,10 @@ export interface AgentCommand {
  * error that kept it from starting. Bun-native under Bun, else node:child_process.
  */
 export async function startAgent(launch: AgentCommand): Promise<AgentProcess | Error> {
+  // The compiled binary starts with the JIT held back (`--compile-jit-policy` in the
+  // Makefile): a start-up's code runs once and is not worth compiling. The proxy's per-line
+  // work runs millions of times: from here on the JIT compiles as usual.
+  bun?.unsafe?.setJITPolicy?.(1);
   return bun ? startBunAgent(launch) : await startNodeAgent(launch);
 }
 
