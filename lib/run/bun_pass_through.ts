@@ -10,7 +10,12 @@
  */
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
 import { drainAfterExit, type DrainSource } from "../agent/exit_drain.ts";
-import { forwardSignals, ownGroup, type Signallable, stopGroupOnExit } from "../agent/signals.ts";
+import {
+  forwardSignalsFromSpawn,
+  ownGroup,
+  type Signallable,
+  stopGroupOnExit,
+} from "../agent/signals.ts";
 import type { StdStream } from "../io/stdio.ts";
 
 /** What the pass-through reports while the agent runs. */
@@ -101,6 +106,9 @@ export async function bunPassThrough(
 ): Promise<AgentExit> {
   let child: BunSubprocess;
   const detached = ownGroup();
+  // Installed before the spawn: a signal that comes while the agent starts is passed on
+  // to it, instead of killing turnguard and leaving the agent behind.
+  const forwarding = forwardSignalsFromSpawn(() => taps.signalled());
   try {
     child = bun!.spawn([launch.command, ...launch.args], {
       stdin: "inherit",
@@ -111,10 +119,11 @@ export async function bunPassThrough(
       detached,
     });
   } catch (err) {
+    forwarding.stop();
     return { pid: undefined, code: null, signal: null, error: err as Error };
   }
+  forwarding.attach(child);
   taps.spawned?.(child);
-  const stopForwarding = forwardSignals(child, () => taps.signalled());
   const stopGroup = stopGroupOnExit(child);
   let gone = false;
   const readerGone = () => {
@@ -129,7 +138,7 @@ export async function bunPassThrough(
   await drainAfterExit(copies, Promise.all(copies.map((c) => c.done)), {
     group: detached ? child : null,
   });
-  stopForwarding();
+  forwarding.stop();
   stopGroup();
   return {
     pid: child.pid,

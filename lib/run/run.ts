@@ -17,7 +17,7 @@ import type { Outcome } from "../core/outcome.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import {
-  forwardSignals,
+  forwardSignalsFromSpawn,
   killGroup,
   ownGroup,
   signalExitCode,
@@ -292,21 +292,23 @@ async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise
   // Loaded here: under Bun, a run never needs node:child_process.
   const { spawn } = process.getBuiltinModule("node:child_process");
   const detached = ownGroup();
+  // Installed before the spawn (see bunPassThrough).
+  const forwarding = forwardSignalsFromSpawn(taps.signalled);
   const child = spawn(opts.command, opts.args, {
     stdio: ["inherit", "pipe", "pipe"],
     env: opts.env as NodeJS.ProcessEnv,
     cwd: opts.cwd,
     detached,
   });
+  forwarding.attach(child);
   if (child.pid !== undefined) taps.spawned?.(child);
-  const stopForwarding = forwardSignals(child, taps.signalled);
   const stopGroup = stopGroupOnExit(child);
   if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
   else pipeThrough(child.stdout!, writable(opts.stdout), taps.stdout, taps.readerGone);
   pipeThrough(child.stderr!, writable(opts.stderr), taps.stderr);
   // An agent in the terminal's group has no group of its own to stop.
   const exit = await waitForExit(child, { group: detached ? child : null });
-  stopForwarding();
+  forwarding.stop();
   stopGroup();
   return { pid: child.pid, ...exit };
 }
