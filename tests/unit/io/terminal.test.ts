@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, DENO, ROOT } from "./helpers/cli.ts";
+import { BUN, DENO, ROOT } from "../../helpers/cli.ts";
 
 const PROBE = `import { stdinIsTerminal } from ${JSON.stringify(join(ROOT, "lib/io/terminal.ts"))};
 import { isatty } from "node:tty";
