@@ -29,11 +29,14 @@ lib/config/embedded_config.json: anchors.toml lib/config/config.ts lib/config/em
 # compiling it costs more than it saves (run -- true: about 12 % of its CPU and 3 MiB). The
 # proxy sets the normal policy back once its agent starts (lib/proxy/agent_io.ts).
 JIT_POLICY := 10
+# Nothing is read from the working directory at start: the runtime would load its .env
+# (variables the agent would inherit, TURNGUARD_CONFIG among them) and its bunfig.toml.
+NO_AUTOLOAD := --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
 $(DIST): setup lib/config/embedded_config.json $(SOURCES)
 	@mkdir -p dist
 	$(BUN) build --compile --minify --bytecode --format=esm --splitting \
-	  --compile-jit-policy $(JIT_POLICY) main.ts --outfile $(DIST)
+	  --compile-jit-policy $(JIT_POLICY) $(NO_AUTOLOAD) main.ts --outfile $(DIST)
 
 test: setup build
 	$(BUN) test --timeout 60000

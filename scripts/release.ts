@@ -71,6 +71,8 @@ function releaseTarget(target: Target, version: string, commit: string, out: str
     "--format=esm",
     "--splitting",
     "--compile-jit-policy=10",
+    "--no-compile-autoload-dotenv",
+    "--no-compile-autoload-bunfig",
     `--target=${TARGETS[target]}`,
     ...define(commit),
     "main.ts",

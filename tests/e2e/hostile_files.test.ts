@@ -318,6 +318,25 @@ describe("relative and empty HOME / XDG: never config or code from the working d
     });
   }
 
+  test("a .env and a bunfig.toml in the working directory change nothing", async () => {
+    // The runtime the binary is built with would read both at start: the .env's variables
+    // would reach the agent (and TURNGUARD_CONFIG would load its plugin), the bunfig.toml's
+    // preload would run in turnguard.
+    const { cwd, mark } = plantedCwd();
+    writeFileSync(
+      join(cwd, ".env"),
+      `PLANTED_VAR=from-dotenv\nTURNGUARD_CONFIG=${
+        join(cwd, "cfg", "turnguard", "anchors.toml")
+      }\n`,
+    );
+    writeFileSync(join(cwd, "bunfig.toml"), `preload = ["${join(cwd, "evil.ts")}"]\n`);
+    const env = homeEnv(fresh()); // the working directory is not HOME
+    const r = await tg(["run", "--", "sh", "-c", 'echo "[$PLANTED_VAR]"'], env, cwd);
+    expect([r.code, r.stdout]).toEqual([0, "[]\n"]);
+    expect(ownLines(r)).toEqual([]);
+    expect(existsSync(mark)).toBe(false);
+  });
+
   test("the journal's default place never resolves against the working directory", () => {
     const cwd = "/some/where";
     for (
