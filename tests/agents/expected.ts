@@ -1,16 +1,21 @@
 /**
- * What a person reading a corpus transcript expects turnguard to report for its turn, kept
- * beside the transcript as SCENARIO.expect.json (re-recording never overwrites it). `why` says
- * what on the wire supports the verdict. `undecidable`, when set, says why the truth is not on
- * the wire (only in the agent's files): the expectation then states what the wire alone shows,
- * and the case belongs to the session-file evidence work.
+ * What a person reading a corpus transcript expects turnguard to report for its turns, kept
+ * beside the transcript as SCENARIO.expect.json (re-recording never overwrites it). The top
+ * level is the last turn's true Outcome; `earlier`, for a transcript of several prompts, the
+ * true Outcomes of the turns before it, in order. `why` says what in the recording (the wire,
+ * the agent's files, the mock's requests) supports the verdict.
+ *
+ * `blindSpot`, when set, says that turnguard cannot see this truth: nothing it reads holds it
+ * (the wire, the agent's session files, its logs). It states what turnguard reports instead
+ * and why; the replay then expects that report, so a change in it (turnguard learned to see
+ * the truth, or reads something else) fails the replay until the file is updated.
  */
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { CategorySchema, StatusSchema } from "../../lib/core/outcome.ts";
 
-/** One fixture's expected Outcome. */
-export const ExpectedSchema = v.strictObject({
+/** The Outcome fields an expectation checks. */
+const VerdictEntries = {
   status: StatusSchema,
   /** The error's category; null: `error` must be null. */
   category: v.nullable(CategorySchema),
@@ -20,8 +25,22 @@ export const ExpectedSchema = v.strictObject({
   message: v.optional(v.string()),
   /** A retry delay is stated on the wire: `retry.afterMs` or `retry.at` must be set. */
   delay: v.optional(v.boolean()),
+};
+
+/** One turn's expected Outcome. */
+export const VerdictSchema = v.strictObject({ ...VerdictEntries, why: v.string() });
+export type Verdict = v.InferOutput<typeof VerdictSchema>;
+
+/** What turnguard reports for a truth it cannot see, and why it cannot. */
+export const BlindSpotSchema = v.strictObject({ ...VerdictEntries, why: v.string() });
+export type BlindSpot = v.InferOutput<typeof BlindSpotSchema>;
+
+/** One fixture's expectations. */
+export const ExpectedSchema = v.strictObject({
+  ...VerdictEntries,
   why: v.string(),
-  undecidable: v.optional(v.string()),
+  blindSpot: v.optional(BlindSpotSchema),
+  earlier: v.optional(v.array(VerdictSchema)),
 });
 export type Expected = v.InferOutput<typeof ExpectedSchema>;
 

@@ -4,7 +4,13 @@
  * event happened: `c2a` a line the client sent the agent, `a2c` a line the agent sent the
  * client (both exactly as on the wire), `stderr` a line of the agent's stderr, `api` a request
  * the mock model API answered, `file` a file the agent wrote under HOME (`$HOME`-relative path,
- * size, content cut at 64 KiB), `meta` a note of the recorder.
+ * size, content cut at 128 KiB), `meta` a note of the recorder.
+ *
+ * Transcripts whose header says `files: "writes"` hold the files write by write: each `file`
+ * event is what the agent wrote since the recorder last looked (the lines it appended, with
+ * `append`, or the whole file it rewrote), at the time the recorder saw it — before the ACP
+ * line the agent sent next. Older transcripts hold each file once, in its final state, at its
+ * last modification time.
  */
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
@@ -30,15 +36,23 @@ export const TranscriptHeaderSchema = v.object({
   exit: v.nullable(v.object({ code: v.nullable(v.number()), signal: v.nullable(v.string()) })),
   note: v.optional(v.string()),
   home: v.string(),
+  /** `writes`: the `file` events are the agent's writes as they happened (see above). */
+  files: v.optional(v.literal("writes")),
 });
 export type TranscriptHeader = v.InferOutput<typeof TranscriptHeaderSchema>;
 
 /** A file the agent wrote during the turn. */
 export const RecordedFileSchema = v.object({
   path: v.string(),
+  /** The file's size after this write (the content may be shortened). */
   size: v.number(),
   content: v.string(),
+  /** The content was appended to the file (absent: it is the whole file). */
+  append: v.optional(v.boolean()),
 });
+
+/** The `meta` event of the moment the client closed the agent's stdin. */
+export const STDIN_CLOSED = "the client closed stdin";
 export type RecordedFile = v.InferOutput<typeof RecordedFileSchema>;
 
 /** A parsed transcript. */

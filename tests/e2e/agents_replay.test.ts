@@ -10,7 +10,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../helpers/cli.ts";
 import { readTranscript } from "../agents/transcript.ts";
-import { readExpected } from "../agents/expected.ts";
+import { readExpected, type Verdict } from "../agents/expected.ts";
+import type { Outcome } from "../../lib/core/outcome.ts";
 import { type DocRow, renderTables, withTables } from "../agents/agents_doc.ts";
 import { corpusCases, PROFILE, replay, type Replayed } from "../agents/replay.ts";
 import { spawnSync } from "node:child_process";
@@ -46,18 +47,49 @@ function canonical(value: unknown): string {
   );
 }
 
-/** The error object the agent answered the turn's session/prompt with, as JSON; or null. */
-function promptError(events: { dir: string; line: string }[]): string | null {
-  let id: unknown = undefined;
+/**
+ * Per session/prompt, in order: the error object the agent answered it with, as JSON; or null.
+ */
+function promptErrors(events: { dir: string; line: string }[]): (string | null)[] {
+  const ids: unknown[] = [];
+  const errors: (string | null)[] = [];
   for (const e of events) {
-    const m = JSON.parse(e.line.startsWith("{") ? e.line : "null");
-    if (m === null) continue;
-    if (e.dir === "c2a" && m.method === "session/prompt") id = m.id;
-    else if (e.dir === "a2c" && id !== undefined && m.id === id && m.method === undefined) {
-      return m.error ? JSON.stringify(m.error) : null;
+    let m;
+    try {
+      m = JSON.parse(e.line.startsWith("{") ? e.line : "null");
+    } catch {
+      continue;
+    }
+    if (m === null || (e.dir !== "c2a" && e.dir !== "a2c")) continue;
+    if (e.dir === "c2a" && m.method === "session/prompt") {
+      ids.push(m.id);
+      errors.push(null);
+    } else if (e.dir === "a2c" && m.method === undefined && ids.includes(m.id)) {
+      errors[ids.indexOf(m.id)] = m.error ? JSON.stringify(m.error) : null;
     }
   }
-  return null;
+  return errors;
+}
+
+/** Checks one turn's Outcome against what a person expects of it. */
+function meets(o: Outcome, want: Omit<Verdict, "why">, turn: number): void {
+  const got = {
+    turn,
+    status: o.status,
+    category: o.error?.category ?? null,
+    retryable: o.retry?.retryable ?? null,
+  };
+  expect(got).toEqual({
+    turn,
+    status: want.status,
+    category: want.category,
+    retryable: want.retryable,
+  });
+  if (want.category === null) expect(o.error).toBeNull();
+  if (want.message !== undefined) {
+    expect(o.error?.message.toLowerCase() ?? "").toContain(want.message.toLowerCase());
+  }
+  if (want.delay) expect(o.retry?.afterMs ?? o.retry?.at ?? null).not.toBeNull();
 }
 
 /** The category `turnguard explain --json --kind error` gives an agent's error. */
@@ -123,30 +155,29 @@ describe("the real-agent corpus through turnguard proxy", () => {
       // documented rewrite of a failed prompt's error (its Outcome added as `data.turnguard`).
       const recorded = events.filter((e) => e.dir === "a2c").map((e) => e.line);
       expect(r.received.map((line, i) => withoutAnnotation(line, recorded[i]))).toEqual(recorded);
-      const prompts = events.filter((e) => e.dir === "c2a" && e.line.includes('"session/prompt"'));
-      expect(r.outcomes.length).toBe(prompts.length);
-      const o = r.outcomes[r.outcomes.length - 1];
-      rows.push({ transcript: readTranscript(path), expected: want, outcome: o });
-      // One classifier: `turnguard explain` on the agent's error gives the proxy's category.
-      const error = promptError(events);
-      if (error !== null && o.status === "failed") {
-        expect(explainCategory(agent, error)).toBe(o.error!.category);
-      }
-      const got = {
-        status: o.status,
-        category: o.error?.category ?? null,
-        retryable: o.retry?.retryable ?? null,
-      };
-      expect(got).toEqual({
-        status: want.status,
-        category: want.category,
-        retryable: want.retryable,
+      const errors = promptErrors(events);
+      // One Outcome per prompt, each as a person expects it: the earlier turns of a session
+      // (`earlier`), then the last — or, for a truth turnguard cannot see, what it reports
+      // instead (`blindSpot`).
+      const turns = [...(want.earlier ?? []), want.blindSpot ?? want];
+      expect(r.outcomes.length).toBe(errors.length);
+      expect(r.outcomes.length).toBe(turns.length);
+      rows.push({ transcript: readTranscript(path), expected: want, outcomes: r.outcomes });
+      r.outcomes.forEach((o, i) => {
+        // One classifier: `turnguard explain` on the agent's error gives the proxy's category.
+        const error = errors[i];
+        if (error !== null && o.status === "failed") {
+          expect(explainCategory(agent, error)).toBe(o.error!.category);
+        }
+        meets(o, turns[i], i + 1);
       });
-      if (want.category === null) expect(o.error).toBeNull();
-      if (want.message !== undefined) {
-        expect(o.error?.message.toLowerCase() ?? "").toContain(want.message.toLowerCase());
+      if (want.earlier?.length) {
+        // A turn after earlier ones in the same session: nothing of their failures, which the
+        // session files still hold, shows in its Outcome.
+        const last = r.outcomes[r.outcomes.length - 1];
+        expect(last.diagnostics.filter((d) => /record|recover|restart|dropped/i.test(d)))
+          .toEqual([]);
       }
-      if (want.delay) expect(o.retry?.afterMs ?? o.retry?.at ?? null).not.toBeNull();
     });
   }
   // Last: the tables of docs/AGENTS.md are those of this corpus (`make agents-doc` rewrites

@@ -30,6 +30,8 @@ export interface SeenRequest {
 export interface MockApi {
   port: number;
   seen: SeenRequest[];
+  /** From now on, answers model requests as the scenario's second turn (`then`). */
+  nextTurn(): void;
   close(): Promise<void>;
 }
 
@@ -77,6 +79,7 @@ export function trimBody(text: string, max = 4000): string {
 export async function startMock(scenario: Scenario): Promise<MockApi> {
   const seen: SeenRequest[] = [];
   const hanging = new Set<ServerResponse>();
+  let behaviors = scenario.behavior;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -101,7 +104,7 @@ export async function startMock(scenario: Scenario): Promise<MockApi> {
       seen.push(rec);
       const behavior: Behavior = provider === "other"
         ? { kind: "ok" }
-        : scenario.behavior[provider] ?? { kind: "ok" };
+        : behaviors[provider] ?? { kind: "ok" };
       void answer(req, res, provider, path, json, stream, behavior, rec, hanging);
     });
   });
@@ -110,6 +113,9 @@ export async function startMock(scenario: Scenario): Promise<MockApi> {
   return {
     port,
     seen,
+    nextTurn: () => {
+      behaviors = scenario.then ?? behaviors;
+    },
     close: () => {
       // Not awaited: keep-alive sockets of the agent would hold `close` open.
       for (const res of hanging) res.socket?.destroy();

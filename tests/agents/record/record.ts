@@ -1,8 +1,9 @@
 /**
  * Records the real-agent corpus: for each agent and scenario, starts the mock model API, runs
  * the installed agent in a throwaway HOME, drives one turn over ACP (initialize, authenticate,
- * session/new, session/prompt) and writes every line in both directions, stderr, the mock's
- * requests and the files the agent wrote under HOME into tests/agents/corpus/AGENT/SCENARIO.jsonl.
+ * session/new, session/prompt; a second session/prompt for a two-turn scenario) and writes
+ * every line in both directions, stderr, the mock's requests and the files the agent wrote
+ * under HOME, write by write, into tests/agents/corpus/AGENT/SCENARIO.jsonl.
  *
  * Run it inside a loopback-only network namespace (`make corpus` does:
  * `unshare -rn sh -c 'ip link set lo up && bun tests/agents/record/record.ts'`).
@@ -24,8 +25,8 @@ import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { AGENTS, type AgentSpec, installDir } from "./agents.ts";
 import { startMock } from "./mock_api.ts";
-import { PROMPT, type Scenario, SCENARIOS } from "./scenarios.ts";
-import type { TranscriptEvent, TranscriptHeader } from "../transcript.ts";
+import { PROMPT, PROMPT_AGAIN, type Scenario, SCENARIOS } from "./scenarios.ts";
+import { STDIN_CLOSED, type TranscriptEvent, type TranscriptHeader } from "../transcript.ts";
 
 const CORPUS = resolve(import.meta.dir, "..", "corpus");
 /** The bound on one turn; after it the recorder cancels, then kills. */
@@ -67,8 +68,21 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-/** Files under `dir` (recursively) with their mtimes, skipping caches the agent never writes per turn. */
-function listFiles(dir: string, out: Map<string, number> = new Map()): Map<string, number> {
+/** Whether a HOME-relative path is outside what the corpus keeps (caches, unpacked skills). */
+function skipped(rel: string): boolean {
+  return rel.startsWith("tmp/") || rel.startsWith(".cache/") || rel.startsWith(".codex/tmp/") ||
+    // codex unpacks its built-in skills into CODEX_HOME at every start: not the turn's.
+    rel.startsWith(".codex/skills/") || rel.includes("node_modules/") || rel.startsWith(".npm/") ||
+    // Claude Code's atomic writes of ~/.claude.json: a temporary file and a backup per write.
+    /\.claude\.json\.(tmp|backup)\./.test(rel);
+}
+
+/** Files under `home` (recursively) with their mtimes and sizes, skipping what is not kept. */
+function listFiles(
+  home: string,
+  dir = home,
+  out: Map<string, { mtime: number; size: number }> = new Map(),
+): Map<string, { mtime: number; size: number }> {
   let entries;
   try {
     entries = readdirSync(dir, { withFileTypes: true });
@@ -77,16 +91,97 @@ function listFiles(dir: string, out: Map<string, number> = new Map()): Map<strin
   }
   for (const e of entries) {
     const p = join(dir, e.name);
+    const rel = relative(home, p);
     if (e.isDirectory()) {
-      if (e.name === "node_modules" || e.name === ".npm") continue;
-      listFiles(p, out);
-    } else if (e.isFile()) {
+      if (!skipped(`${rel}/`)) listFiles(home, p, out);
+    } else if (e.isFile() && !skipped(rel)) {
       try {
-        out.set(p, statSync(p).mtimeMs);
+        const st = statSync(p);
+        out.set(p, { mtime: st.mtimeMs, size: st.size });
       } catch { /* gone */ }
     }
   }
   return out;
+}
+
+/** A file as the watcher last saw it. */
+interface Seen {
+  mtime: number;
+  size: number;
+  /** Its text up to the last newline recorded (null: binary). */
+  text: string | null;
+}
+
+/**
+ * Watches the files the agent writes under HOME, write by write: each look (at every ACP line
+ * the agent sends, and every 20 ms) records what changed since the last one — the complete
+ * lines appended to a file (`append`), or the whole file when it was rewritten. Binary files
+ * (sqlite databases) are recorded by name once, at the end. Paths of HOME become `$HOME`.
+ */
+class FileWatch {
+  #seen = new Map<string, Seen>();
+  #binary = new Map<string, { mtime: number; size: number }>();
+  constructor(
+    private home: string,
+    private push: (line: string) => void,
+  ) {
+    for (const [path, st] of listFiles(home)) {
+      let text: string | null = null;
+      try {
+        const data = readFileSync(path);
+        text = data.subarray(0, 8192).includes(0) ? null : data.toString("utf8");
+      } catch { /* gone */ }
+      this.#seen.set(path, { ...st, text });
+    }
+  }
+
+  /** Records what changed since the last look; `final`: a last line without newline too. */
+  look(final = false): void {
+    for (const [path, st] of listFiles(this.home)) {
+      const was = this.#seen.get(path);
+      if (was && was.mtime === st.mtime && was.size === st.size && !final) continue;
+      let data: Buffer;
+      try {
+        data = readFileSync(path);
+      } catch {
+        continue;
+      }
+      if (data.subarray(0, 8192).includes(0) || was?.text === null) {
+        this.#seen.set(path, { ...st, text: null });
+        if (!was || was.mtime !== st.mtime) this.#binary.set(path, st);
+        continue;
+      }
+      const now = data.toString("utf8");
+      const old = was?.text;
+      const grew = typeof old === "string" && now.startsWith(old);
+      const from = grew ? old.length : 0;
+      // JSONL files are taken line by line (a line caught half-written waits for its end);
+      // other files whole.
+      const end = final || !path.endsWith(".jsonl") ? now.length : now.lastIndexOf("\n") + 1;
+      if (end <= from) continue;
+      this.#seen.set(path, { ...st, text: now.slice(0, end) });
+      const text = shrinkLines(now.slice(from, end));
+      const kept = text.length > FILE_CAP ? text.slice(text.length - FILE_CAP) : text;
+      this.push(JSON.stringify({
+        path: relative(this.home, path).replaceAll(this.home, "$HOME"),
+        size: data.length,
+        content: kept.replaceAll(this.home, "$HOME"),
+        ...(grew ? { append: true } : {}),
+      }));
+    }
+  }
+
+  /** The binary files that changed, by name, with their last mtime. */
+  binaries(): { line: string; mtime: number }[] {
+    return [...this.#binary].map(([path, st]) => ({
+      mtime: st.mtime,
+      line: JSON.stringify({
+        path: relative(this.home, path).replaceAll(this.home, "$HOME"),
+        size: st.size,
+        content: "",
+      }),
+    }));
+  }
 }
 
 interface Driver {
@@ -118,10 +213,11 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
     ...agent.setup(home, baseUrl),
   };
   mkdirSync(env.TMPDIR, { recursive: true });
-  const before = listFiles(home);
   const events: TranscriptEvent[] = [];
   const t0 = Date.now();
   const at = () => Date.now() - t0;
+  const watch = new FileWatch(home, (line) => events.push({ t: at(), dir: "file", line }));
+  const ticker = setInterval(() => watch.look(), 20);
   const exe = join(installDir(agent), "node_modules", ".bin", agent.bin);
   const child: ChildProcess = spawn(exe, agent.args, {
     cwd: project,
@@ -159,6 +255,7 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
     while ((nl = buf.indexOf("\n")) >= 0) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
+      watch.look(); // what the agent wrote before it sent this line comes before it
       events.push({ t: at(), dir: "a2c", line });
       let msg: Record<string, unknown>;
       try {
@@ -229,55 +326,42 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
     if (sess === "timeout") throw new Error("session/new: no answer");
     const sessionId = (sess.result as { sessionId?: string } | undefined)?.sessionId;
     if (!sessionId) throw new Error("session/new: no session id");
-    const turn = driver.send("session/prompt", {
-      sessionId,
-      prompt: [{ type: "text", text: PROMPT }],
-    });
-    const r = await within(turn, TURN_MS);
-    if (r === "timeout" && !exited) {
-      note = `no prompt answer within ${TURN_MS} ms: session/cancel sent`;
-      driver.notify("session/cancel", { sessionId });
-      await within(turn, 10_000);
+    const prompts = scenario.then ? [PROMPT, PROMPT_AGAIN] : [PROMPT];
+    for (const [i, text] of prompts.entries()) {
+      if (i > 0) {
+        await sleep(1500); // the first turn's late writes land before the second prompt
+        mock.nextTurn();
+      }
+      const turn = driver.send("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+      const r = await within(turn, TURN_MS);
+      if (r === "timeout" && !exited) {
+        note = `no prompt answer within ${TURN_MS} ms: session/cancel sent`;
+        driver.notify("session/cancel", { sessionId });
+        await within(turn, 10_000);
+        break;
+      }
     }
   } catch (e) {
     note = (e as Error).message;
   }
   await sleep(1500); // late writes of session files and logs
+  events.push({ t: at(), dir: "meta", line: STDIN_CLOSED });
   child.stdin!.end();
   if ((await within(exit, 5000)) === "timeout") kill("SIGTERM");
   if ((await within(exit, 3000)) === "timeout") kill("SIGKILL");
   await within(exit, 3000);
   kill("SIGKILL"); // whatever of the group is left
+  clearInterval(ticker);
+  watch.look(true);
+  for (const { line, mtime } of watch.binaries()) {
+    events.push({ t: Math.max(0, Math.round(mtime - t0)), dir: "file", line });
+  }
   if (errBuf) events.push({ t: at(), dir: "stderr", line: errBuf });
   if (buf) events.push({ t: at(), dir: "a2c", line: buf });
   for (const req of mock.seen) {
     events.push({ t: req.t - t0, dir: "api", line: JSON.stringify({ ...req, t: req.t - t0 }) });
   }
   await mock.close();
-  for (const [path, mtime] of listFiles(home)) {
-    if (before.get(path) === mtime) continue;
-    const rel = relative(home, path);
-    if (
-      rel.startsWith("tmp/") || rel.startsWith(".cache/") || rel.startsWith(".codex/tmp/") ||
-      // codex unpacks its built-in skills into CODEX_HOME at every start: not the turn's.
-      rel.startsWith(".codex/skills/")
-    ) {
-      continue;
-    }
-    const data = readFileSync(path);
-    const binary = data.subarray(0, 8192).includes(0);
-    const whole = binary ? "" : shrinkLines(data.toString("utf8"));
-    const text = whole.length > FILE_CAP ? whole.slice(whole.length - FILE_CAP) : whole;
-    events.push({
-      t: Math.max(0, Math.round(mtime - t0)),
-      dir: "file",
-      line: JSON.stringify({
-        path: rel.replaceAll(home, "$HOME"),
-        size: data.length,
-        content: text.replaceAll(home, "$HOME"),
-      }),
-    });
-  }
   events.sort((a, b) => a.t - b.t);
   const header: TranscriptHeader = {
     kind: "turnguard-corpus",
@@ -291,6 +375,7 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
     exit: exited,
     note: note || undefined,
     home: "$HOME",
+    files: "writes",
   };
   const dir = join(CORPUS, agent.name);
   mkdirSync(dir, { recursive: true });

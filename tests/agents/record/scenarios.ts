@@ -55,6 +55,11 @@ export interface Scenario {
   /** No mock listens: the agent's base URL points at a closed port. */
   refused?: boolean;
   behavior: Partial<Record<Provider, Behavior>>;
+  /**
+   * A second prompt in the same session, answered this way (the first prompt's turn keeps
+   * `behavior`): a clean turn after a failed one must not inherit its failure.
+   */
+  then?: Partial<Record<Provider, Behavior>>;
 }
 
 const reqId = "req_011CorpusMock0000000001";
@@ -402,6 +407,13 @@ export const SCENARIOS: Scenario[] = [
     about: "an error event in the middle of the stream: overloaded",
     behavior: everywhere({ kind: "midstream", error: "overloaded" }),
   },
+  {
+    name: "clean_after_error",
+    about:
+      "two prompts in one session: the first stream fails with an overload error event, the second is answered cleanly",
+    behavior: everywhere({ kind: "midstream", error: "overloaded" }),
+    then: everywhere({ kind: "ok" }),
+  },
 ];
 
 /** The mid-stream error bodies per provider (the same wordings as the HTTP errors above). */
@@ -432,3 +444,5 @@ export const ANSWER = "The answer is 4: two plus two makes four.";
 export const PARTIAL = "The answer is 4: two plus";
 /** The prompt every scenario sends. */
 export const PROMPT = "What is 2+2? Answer in one short sentence.";
+/** The second prompt of a two-turn scenario (`then`). */
+export const PROMPT_AGAIN = "Once more: what is 2+2? Answer in one short sentence.";
