@@ -12,22 +12,61 @@
  * turn's final answer, null when the turn ended without one (every recorded failure of the
  * corpus: a cut or unfinished stream, an error event mid-stream, the output token limit, a
  * dropped refusal).
+ *
+ * A refusal leaves no word in the rollout: codex's message content knows `input_text`,
+ * `input_image` and `output_text` only (the serde tags in the codex-acp 0.16.0 binary), so
+ * an output message holding a `refusal` part fails to parse and is skipped
+ * (codex-rs/codex-api/src/sse/responses.rs: "failed to parse ResponseItem from
+ * output_item.done", a debug log line). What stays is the response's `token_count`
+ * (`info.last_token_usage.output_tokens`, reasoning in `reasoning_output_tokens`): output
+ * counted for a response that left no message, no agent_message and no tool call.
  */
 import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
 import { obj, str } from "./records.ts";
 
+/** Response items that are the model's output besides a message: a tool call it made. */
+const CALL_ITEMS = new Set([
+  "function_call",
+  "custom_tool_call",
+  "local_shell_call",
+  "web_search_call",
+  "tool_search_call",
+  "image_generation_call",
+]);
+
+/** The output tokens of one response, reasoning excluded; null when the count is absent. */
+function outputTokens(payload: Record<string, unknown>): number | null {
+  const last = obj(obj(payload.info)?.last_token_usage);
+  const output = last?.output_tokens;
+  if (typeof output !== "number") return null;
+  const reasoning = typeof last?.reasoning_output_tokens === "number"
+    ? last.reasoning_output_tokens
+    : 0;
+  return Math.max(0, output - reasoning);
+}
+
 /** Reads one rollout line. */
 export function readCodexRecord(value: unknown): RecordEvent | null {
   const line = obj(value);
-  if (!line || line.type !== "event_msg") return null;
+  if (!line) return null;
   const payload = obj(line.payload);
   if (!payload) return null;
+  if (line.type === "response_item") {
+    return typeof payload.type === "string" && CALL_ITEMS.has(payload.type)
+      ? { kind: "reply", final: false }
+      : null;
+  }
+  if (line.type !== "event_msg") return null;
   switch (payload.type) {
     case "user_message":
       return { kind: "prompt" };
     case "agent_message": {
       const text = str(payload.message);
       return text ? { kind: "reply", final: true, text } : null;
+    }
+    case "token_count": {
+      const output = outputTokens(payload);
+      return output === null ? null : { kind: "usage", output };
     }
     case "task_complete": {
       const text = str(payload.last_agent_message);

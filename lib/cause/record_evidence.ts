@@ -2,7 +2,8 @@
  * What a turn's session records say: the profile's record readers (plugins) turn each
  * record into an event, and the pure `foldRecordEvents` reads the turn's events in order —
  * an API error the turn ended on, a stop reason the wire did not carry, a turn the agent
- * recorded as aborted, or a turn that recovered (an error, then a final answer).
+ * recorded as aborted, an answer the model gave and the agent dropped (output counted,
+ * nothing recorded), or a turn that recovered (an error, then a final answer).
  */
 import { classify } from "./classify.ts";
 import type { Cause } from "../core/decide.ts";
@@ -62,6 +63,12 @@ export interface RecordVerdict {
   unanswered: ReadEvent | null;
   /** The final answer's text as the agent recorded it (the last final reply). */
   finalText: string | null;
+  /**
+   * A response's usage counted output while the agent recorded no content from it (no
+   * reply since the previous usage or the prompt), and no final answer came after it: the
+   * model answered and the agent dropped the answer.
+   */
+  dropped: ReadEvent & { event: Extract<RecordEvent, { kind: "usage" }> } | null;
 }
 
 /** Whether a prompt event says the agent records the answer before it answers. */
@@ -88,11 +95,18 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
     recovered: false,
     finalText: null,
     unanswered: null,
+    dropped: null,
   };
   let answered = false;
+  /** A reply came since the last usage (or the prompt). */
+  let content = false;
   for (const e of events.slice(start)) {
     const ev = e.event;
     switch (ev.kind) {
+      case "usage":
+        if (ev.output > 0 && !content) verdict.dropped = { ...e, event: ev };
+        content = false;
+        break;
       case "error":
         verdict.error = { ...e, event: ev };
         break;
@@ -103,11 +117,13 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
         verdict.aborted = { ...e, event: ev };
         break;
       case "reply":
+        content = true;
         if (!ev.final) break;
         if (verdict.error || verdict.aborted) verdict.recovered = true;
         verdict.error = null;
         verdict.aborted = null;
         verdict.stop = null;
+        verdict.dropped = null;
         verdict.finalText = ev.text ?? verdict.finalText;
         answered = true;
         break;
@@ -115,7 +131,7 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
   }
   if (
     prompt !== null && answerFirst(prompt) && !answered && !verdict.error && !verdict.stop &&
-    !verdict.aborted
+    !verdict.aborted && !verdict.dropped
   ) {
     verdict.unanswered = prompt;
   }
@@ -188,7 +204,31 @@ export function recordCauses(
     };
   }
   let stop: RecordCauses["stop"] = null;
-  if (verdict.stop) {
+  if (verdict.dropped && !verdict.error && !verdict.stop) {
+    // The answer the model gave is not in the records, and no error explains it: the agent
+    // dropped it. The one answer the agents in the corpus drop so is a refusal (codex: a
+    // message with a `refusal` part it cannot parse; plugins/codex_records.ts).
+    const { event } = verdict.dropped;
+    const message = `the model's response counted ${event.output} output token(s) and the ` +
+      `agent recorded nothing of it: the answer was dropped (a refusal the agent does not show)`;
+    diagnostics.push(message);
+    const { retry } = classify(message, { cause: message, category: "context" }, classifier, now);
+    stop = {
+      stopReason: "refusal",
+      cause: {
+        error: {
+          code: null,
+          message,
+          category: "context",
+          anchor: anchor(verdict.dropped),
+          source: source(verdict.dropped),
+        },
+        retry,
+      },
+    };
+    // The turn's end without a final message is what the dropped answer looks like.
+    if (verdict.aborted && !verdict.error) cut = null;
+  } else if (verdict.stop) {
     const { event } = verdict.stop;
     const message = event.cause ??
       (event.stopReason === "max_tokens"

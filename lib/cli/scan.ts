@@ -230,6 +230,8 @@ function formatEvent(e: RecordsScan["events"][number]): string {
     ? ev.cause
     : ev.kind === "reply"
     ? `${ev.final ? "final " : ""}${(ev.text ?? "").slice(0, 60)}`
+    : ev.kind === "usage"
+    ? `${ev.output} output token(s)`
     : "";
   return `${e.file}:${e.line}: ${e.reader} ${ev.kind}${words ? ` ${words}` : ""}`;
 }

@@ -115,7 +115,10 @@ export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
  * - `stop`: the model stopped for `stopReason` (`max_tokens`, `refusal`), with its words;
  * - `reply`: an assistant message with content; `final` when it is the turn's final
  *   answer (the model ended its turn), `text` its text when known;
- * - `aborted`: the turn ended before its final message (the agent recorded it so).
+ * - `aborted`: the turn ended before its final message (the agent recorded it so);
+ * - `usage`: the model's usage for one response, `output` the tokens it produced (reasoning
+ *   excluded): output counted while the agent recorded no content from the response (no
+ *   `reply` between it and the previous `usage` or the prompt) is an answer the agent dropped.
  */
 export const RecordEventSchema = v.variant("kind", [
   v.object({ kind: v.literal("prompt"), answerFirst: v.optional(v.boolean()) }),
@@ -133,6 +136,7 @@ export const RecordEventSchema = v.variant("kind", [
   }),
   v.object({ kind: v.literal("reply"), final: v.boolean(), text: v.optional(v.string()) }),
   v.object({ kind: v.literal("aborted"), cause: v.pipe(v.string(), v.minLength(1)) }),
+  v.object({ kind: v.literal("usage"), output: v.pipe(v.number(), v.minValue(0)) }),
 ]);
 /** What a record reader's `read` returns for a record it understands. */
 export type RecordEvent = v.InferOutput<typeof RecordEventSchema>;

@@ -17,7 +17,11 @@ import {
   shorterThanRecorded,
   zeroOutputUsage,
 } from "../../../lib/cause/contradictions.ts";
-import { foldRecordEvents, type ReadEvent } from "../../../lib/cause/record_evidence.ts";
+import {
+  foldRecordEvents,
+  type ReadEvent,
+  recordCauses,
+} from "../../../lib/cause/record_evidence.ts";
 import type { RecordEvent } from "../../../lib/plugin/api.ts";
 import {
   parseRecordLines,
@@ -68,6 +72,44 @@ describe("foldRecordEvents", () => {
     expect(foldRecordEvents([prompt, stop]).stop?.event.stopReason).toBe("max_tokens");
     expect(foldRecordEvents([prompt, aborted]).aborted?.event.cause).toContain("replaced");
     expect(foldRecordEvents([prompt, aborted, final]).aborted).toBeNull();
+  });
+  test("output counted for a response the agent recorded nothing of: a dropped answer", () => {
+    const usage = (output: number, offset = 20) => ev({ kind: "usage", output }, offset);
+    const call = ev({ kind: "reply", final: false }, 15);
+    const aborted = ev({
+      kind: "aborted",
+      cause: "codex completed the turn without a final message",
+    });
+    const dropped = usage(9);
+    expect(foldRecordEvents([prompt, dropped, aborted]).dropped?.offset).toBe(dropped.offset);
+    // a message, or a tool call, before the usage is what the output was
+    expect(foldRecordEvents([prompt, final, usage(9)]).dropped).toBeNull();
+    expect(foldRecordEvents([prompt, call, usage(9), aborted]).dropped).toBeNull();
+    // no output (or reasoning only, which readers leave out), or a final answer after it
+    expect(foldRecordEvents([prompt, usage(0), aborted]).dropped).toBeNull();
+    expect(foldRecordEvents([prompt, usage(9), final]).dropped).toBeNull();
+    // the second response of a turn left nothing: dropped
+    expect(foldRecordEvents([prompt, call, usage(5), usage(9, 30), aborted]).dropped?.offset)
+      .toBe(30);
+    // an earlier turn's dropped answer is not this turn's
+    expect(foldRecordEvents([prompt, dropped, aborted, prompt, final]).dropped).toBeNull();
+  });
+  test("a dropped answer is a refusal; an error the turn ended on says more", () => {
+    const aborted = ev({
+      kind: "aborted",
+      cause: "codex completed the turn without a final message",
+    });
+    const dropped = foldRecordEvents([prompt, ev({ kind: "usage", output: 9 }), aborted]);
+    const diagnostics: string[] = [];
+    const causes = recordCauses(dropped, buildClassifier([]), Date.now(), diagnostics);
+    expect(causes.stop?.stopReason).toBe("refusal");
+    expect(causes.stop?.cause.error.message).toContain("9 output token(s)");
+    expect(causes.cut).toBeNull();
+    expect(diagnostics.join("\n")).toContain("the answer was dropped");
+    const failed = foldRecordEvents([prompt, ev({ kind: "usage", output: 9 }), err]);
+    const withError = recordCauses(failed, buildClassifier([]), Date.now(), []);
+    expect(withError.stop).toBeNull();
+    expect(withError.cut?.error.message).toBe("API Error: 429 rate");
   });
 });
 
@@ -200,6 +242,21 @@ describe("record readers (formats from the agents' sources)", () => {
     });
     expect(readCodexRecord(line({ type: "stream_error", message: "reconnecting 1/5" })))
       .toMatchObject({ kind: "error", retrying: true });
+    // token_count: the response's output tokens, reasoning left out; no count, no event
+    const usage = (last: unknown) =>
+      line({ type: "token_count", info: { last_token_usage: last } });
+    expect(readCodexRecord(usage({ output_tokens: 9, reasoning_output_tokens: 0 }))).toEqual({
+      kind: "usage",
+      output: 9,
+    });
+    expect(readCodexRecord(usage({ output_tokens: 64, reasoning_output_tokens: 64 }))).toEqual({
+      kind: "usage",
+      output: 0,
+    });
+    expect(readCodexRecord(line({ type: "token_count", info: null, rate_limits: {} }))).toBeNull();
+    // a tool call the model made is output too (not an answer)
+    expect(readCodexRecord({ type: "response_item", payload: { type: "function_call" } }))
+      .toEqual({ kind: "reply", final: false });
     expect(readCodexRecord({ type: "response_item", payload: { type: "message" } })).toBeNull();
   });
   test("gemini-cli chat records", () => {
@@ -310,7 +367,7 @@ describe("real session files (recorded from the real agents against the corpus m
         final: true,
         text: "The answer is 4: two plus two makes four.",
       });
-      expect(events.slice(1).every((e) => e.kind === "reply")).toBe(true);
+      expect(events.slice(1).every((e) => e.kind === "reply" || e.kind === "usage")).toBe(true);
       expect(r.lastTurn).toEqual({ cut: null, stop: null, recovered: false });
       expect(r.diagnostics).toEqual([]);
     });
