@@ -12,7 +12,7 @@
  * late as it did: inside or after the profile's settle window. (Writes during a turn keep
  * their order before the answer and go at once: their timing decides nothing.) The moment the
  * client closed stdin is recorded too: what the agent wrote after it is written after stdin
- * closes here. An older transcript holds each
+ * closes here, at once (no turn is left to read it). An older transcript holds each
  * file once in its final state: it is written at its place, with no delay (appending what grew,
  * so readers that snapshot sizes see the turn's bytes arrive).
  *
@@ -132,6 +132,7 @@ for (const e of events) {
   } else if (e.dir === "meta" && e.line === STDIN_CLOSED && paced) {
     await stdinClosed();
     mark(e.t);
+    answered = false; // no turn is left to read what comes now: no delay
   } else if (e.dir === "file") {
     if (paced && answered) {
       const due = Math.min(e.t - wire.t, WRITE_DELAY_CAP_MS) - (Date.now() - wire.at);
