@@ -27,19 +27,18 @@ const VerdictEntries = {
   delay: v.optional(v.boolean()),
 };
 
-/** One turn's expected Outcome. */
+/**
+ * One turn's Outcome and why: the truth a person reads in the recording, or (as `blindSpot`)
+ * what turnguard reports instead and why it cannot see the truth.
+ */
 export const VerdictSchema = v.strictObject({ ...VerdictEntries, why: v.string() });
 export type Verdict = v.InferOutput<typeof VerdictSchema>;
-
-/** What turnguard reports for a truth it cannot see, and why it cannot. */
-export const BlindSpotSchema = v.strictObject({ ...VerdictEntries, why: v.string() });
-export type BlindSpot = v.InferOutput<typeof BlindSpotSchema>;
 
 /** One fixture's expectations. */
 export const ExpectedSchema = v.strictObject({
   ...VerdictEntries,
   why: v.string(),
-  blindSpot: v.optional(BlindSpotSchema),
+  blindSpot: v.optional(VerdictSchema),
   earlier: v.optional(v.array(VerdictSchema)),
 });
 export type Expected = v.InferOutput<typeof ExpectedSchema>;
