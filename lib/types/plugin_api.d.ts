@@ -2,7 +2,8 @@
  * turnguard plugin API — TypeScript declarations for plugin authors.
  *
  * A plugin module needs no import of turnguard at run time: it default-exports
- * `{ anchors?: Anchor[], detectors?: PublishDetector[] }`. Save this file next to your
+ * `{ anchors?: Anchor[], detectors?: PublishDetector[], readers?: RecordReader[] }`. Save
+ * this file next to your
  * plugin (`turnguard types > turnguard.d.ts`) and import its types:
  *
  *   import type { AnchorHit, AnchorInput, PluginModule } from "./turnguard.d.ts";
@@ -90,8 +91,42 @@ export interface PublishDetector {
   origin?: string;
 }
 
+/**
+ * What a record reader says of one record of an agent's session file (docs/EVIDENCE.md):
+ * `prompt` (the turn's own records start here; `answerFirst`: the agent records the final
+ * answer before it answers the prompt), `error` (an API error; `retrying`: it tries again),
+ * `stop` (the model stopped for `max_tokens` or `refusal`), `reply` (an assistant message;
+ * `final` when it ends the turn), `aborted` (the turn ended before its final message),
+ * `usage` (the output tokens of one response).
+ */
+export type RecordEvent =
+  | { kind: "prompt"; answerFirst?: boolean }
+  | {
+    kind: "error";
+    /** The cause's words (not empty). */
+    cause: string;
+    category?: Category;
+    code?: number | string;
+    retrying?: boolean;
+  }
+  | { kind: "stop"; stopReason: "max_tokens" | "refusal"; cause?: string }
+  | { kind: "reply"; final: boolean; text?: string }
+  | { kind: "aborted"; cause: string }
+  | { kind: "usage"; output: number };
+
+/** A record reader plugin: reads one record (a parsed JSON line) of a session file. */
+export interface RecordReader {
+  /** Letters, digits, `.`, `_`, `:`, `-`. */
+  id: string;
+  /** Agent profiles this reader is for; absent means every profile. */
+  agents?: string[];
+  read: (record: unknown) => RecordEvent | null | undefined;
+  origin?: string;
+}
+
 /** The shape every plugin module's default export must have. */
 export interface PluginModule {
   anchors?: Anchor[];
   detectors?: PublishDetector[];
+  readers?: RecordReader[];
 }
