@@ -1,6 +1,6 @@
 /**
- * Proxy turns in the journal, through the proxy's own hooks: a real fake ACP agent behind
- * an in-process proxy, a raw JSON-RPC client on its streams.
+ * Proxy turns in the journal, through the proxy's turn end (lib/proxy/turn_end.ts): a real
+ * fake ACP agent behind an in-process proxy, a raw JSON-RPC client on its streams.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,16 +9,13 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { readJournal } from "../lib/journal/reader.ts";
 import { JournalWriter } from "../lib/journal/writer.ts";
-import { journalHooks, type NoRetryRecorder } from "../lib/proxy/journal_hooks.ts";
-import { composeHooks, type TurnHooks } from "../lib/proxy/hooks.ts";
-import { runProxy } from "../lib/proxy/proxy.ts";
+import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
+import type { TurnEndSteps } from "../lib/proxy/turn_end.ts";
 import { loadRegistry, profileClassifier, selectProfile } from "../lib/config/registry.ts";
 import { TurnRecorder } from "../lib/retry/turn_recorder.ts";
 import type { JournalRecord } from "../lib/journal/records.ts";
-import type { RetryPolicy, ScheduledRetry } from "../lib/retry/policy.ts";
-import type { Turn } from "../lib/proxy/turns.ts";
-import type { Outcome } from "../lib/core/outcome.ts";
-import { BUN, DENO, ROOT, runProcess, turnguard } from "./helpers/cli.ts";
+import { RetryWaits } from "../lib/retry/waits.ts";
+import { BUN, ROOT, turnguard } from "./helpers/cli.ts";
 
 const AGENT = join(ROOT, "tests", "fixtures", "acp", "agent.ts");
 
@@ -60,7 +57,11 @@ function client() {
   return { input, output, request, promptText, onResponse };
 }
 
-async function proxyWith(hooks: TurnHooks, c: ReturnType<typeof client>) {
+async function proxyWith(
+  turnEnd: TurnEndSteps,
+  c: ReturnType<typeof client>,
+  extra: Partial<ProxyOptions> = {},
+) {
   const env = { ...process.env, HOME: dir };
   const registry = await loadRegistry({ env, cwd: dir });
   const profile = selectProfile(registry, undefined, AGENT);
@@ -75,11 +76,12 @@ async function proxyWith(hooks: TurnHooks, c: ReturnType<typeof client>) {
     stderr: new PassThrough(),
     forwardSignals: false,
     graceMs: 500,
-    hooks,
+    turnEnd,
+    ...extra,
   });
 }
 
-describe("proxy turns are journaled through the turn hooks", () => {
+describe("proxy turns are journaled by the turn's end", () => {
   test("the classic bug in one session: turn 2 fails with 503 after turn 1 answered", async () => {
     const recorder = new TurnRecorder({
       journal: new JournalWriter({ path: journal }),
@@ -88,12 +90,12 @@ describe("proxy turns are journaled through the turn hooks", () => {
     });
     const c = client();
     // When the client gets the failed response, the journal already has the decision and
-    // the end (the proxy calls turnEnded before it forwards the response).
+    // the end (the turn's end records before it sends).
     const seenAtResponse: string[][] = [];
     c.onResponse.push(() => {
       seenAtResponse.push(readJournal(journal).records.map((r) => `${r.turn} ${r.event}`));
     });
-    const done = proxyWith(composeHooks({}, journalHooks(recorder, "fake")), c);
+    const done = proxyWith({ recorder }, c);
     await c.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     const session = await c.request("session/new", { cwd: dir, mcpServers: [] });
     const sessionId = (session.result as { sessionId: string }).sessionId;
@@ -138,98 +140,50 @@ describe("proxy turns are journaled through the turn hooks", () => {
     ]);
   }, 60_000);
 
-  test("retries are handed to the executor; its begin and stop are journaled", async () => {
-    const records: JournalRecord[] = [];
-    const recorder = new TurnRecorder({
-      journal: { append: (r) => void records.push(r) },
-      name: "ide",
-      policy: { retries: 1, maxWaitMs: 300_000 },
-      random: () => 0.5,
-    });
-    const handed: Array<{ turn: Turn; decision: ScheduledRetry; begin(): void }> = [];
-    const hooks = journalHooks(recorder, "fake", {
-      retry: (turn, decision, run) => void handed.push({ turn, decision, begin: run.begin }),
-    });
-    let failed: Outcome | null = null;
-    const c = client();
-    const done = proxyWith(
-      composeHooks(hooks, { turnEnded: (o) => void (failed ??= o) }),
-      c,
-    );
-    await c.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
-    const session = await c.request("session/new", { cwd: dir, mcpServers: [] });
-    const sessionId = (session.result as { sessionId: string }).sessionId;
-    await c.promptText(sessionId, "error-503");
-    c.input.end();
-    await done;
-    expect(handed.map((h) => [h.turn.sessionId, h.turn.turn, h.decision])).toEqual([
-      [sessionId, 1, { kind: "retry", attempt: 1, of: 1, afterMs: 3750, reason: "capacity" }],
-    ]);
-    // The executor runs the retry: it begins, and its end is attempt 1 of the same turn.
-    handed[0].begin();
-    hooks.turnEnded!({ ...failed!, status: "ok", error: null }, handed[0].turn);
-    expect(records.map((r) => `${r.event} ${"attempt" in r ? r.attempt : "-"}`)).toEqual([
-      "turn_started -",
-      "retry_scheduled 1",
-      "turn_ended 0",
-      "retry_started 1",
-      "retry_settled 1",
-      "turn_ended 1",
-    ]);
-  }, 60_000);
-
-  test("a recorder that may retry is refused without an executor", async () => {
-    // The types refuse it (checked by deno on a fixture); a cast is refused at run time.
-    const check = await runProcess(
-      [DENO, "check", join(ROOT, "tests", "fixtures", "journal", "hooks_types.ts")],
-      { env: { NO_COLOR: "1" } },
-    );
-    expect([check.code, check.stderr]).toEqual([
-      0,
-      "Check tests/fixtures/journal/hooks_types.ts\n",
-    ]);
-    const policy: RetryPolicy = { retries: 2, maxWaitMs: 1000 };
-    const recorder = new TurnRecorder({ journal: null, name: "n", policy });
-    expect(() => journalHooks(recorder as unknown as NoRetryRecorder, "fake")).toThrow(
-      "journalHooks: a recorder with 2 retries needs a RetryExecutor",
-    );
-  }, 60_000);
-
-  test("composeHooks calls every set in order and merges beforeRespond patches", async () => {
-    const calls: string[] = [];
-    const hooks = composeHooks(
-      {
-        turnStarted: () => void calls.push("a start"),
-        beforeRespond: (_t, o) => {
-          calls.push(`a before ${o.diagnostics.join(",")}`);
-          return Promise.resolve({ diagnostics: [...o.diagnostics, "a"] });
-        },
-        turnEnded: (o) => void calls.push(`a end ${o.diagnostics.join(",")}`),
-      },
-      {},
-      {
-        turnStarted: () => void calls.push("b start"),
-        beforeRespond: (_t, o) => {
-          calls.push(`b before ${o.diagnostics.join(",")}`);
-          return Promise.resolve();
-        },
-        turnEnded: (o) => void calls.push(`b end ${o.diagnostics.join(",")}`),
-      },
-    );
-    const c = client();
-    const done = proxyWith(hooks, c);
-    await c.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
-    const session = await c.request("session/new", { cwd: dir, mcpServers: [] });
-    await c.promptText((session.result as { sessionId: string }).sessionId, "echo hi");
-    c.input.end();
-    await done;
-    expect(calls).toEqual([
-      "a start",
-      "b start",
-      "a before ",
-      "b before a",
-      "a end a",
-      "b end a",
-    ]);
-  }, 60_000);
+  test(
+    "a retry waits with the response held; it re-sends the prompt, journaled in order",
+    async () => {
+      const records: JournalRecord[] = [];
+      const recorder = new TurnRecorder({
+        journal: { append: (r) => void records.push(r) },
+        name: "ide",
+        policy: { retries: 1, maxWaitMs: 300_000 },
+        random: () => 0.5,
+      });
+      // Signals never come: the test runs the waiting retry itself (as `turnguard retry` does).
+      const waits = new RetryWaits({ on: () => {}, off: () => {} });
+      const c = client();
+      const done = proxyWith({ recorder }, c, { retryWaits: waits });
+      await c.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+      const session = await c.request("session/new", { cwd: dir, mcpServers: [] });
+      const sessionId = (session.result as { sessionId: string }).sessionId;
+      let answered = false;
+      const answer = c.promptText(sessionId, "error-503").then((r) => (answered = true, r));
+      while (!records.some((r) => r.event === "turn_ended")) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(records.map((r) => r.event)).toEqual([
+        "turn_started",
+        "retry_scheduled",
+        "turn_ended",
+      ]);
+      expect(records[1]).toMatchObject({ attempt: 1, of: 1, afterMs: 3750, reason: "capacity" });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(answered).toBe(false);
+      expect(waits.runNow()).toBe(1);
+      // The retry fails the same way: the retries are used up, the client gets the 503.
+      expect(((await answer).error as { code: number }).code).toBe(503);
+      c.input.end();
+      await done;
+      expect(records.map((r) => `${r.event} ${"attempt" in r ? r.attempt : "-"}`)).toEqual([
+        "turn_started -",
+        "retry_scheduled 1",
+        "turn_ended 0",
+        "retry_started 1",
+        "retry_settled 1",
+        "turn_ended 1",
+      ]);
+    },
+    60_000,
+  );
 });

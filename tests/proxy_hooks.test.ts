@@ -1,17 +1,21 @@
 /**
- * The proxy's seams for later features: turn hooks see the turn's text, merged tool calls
- * and the prompt's `_meta`; the response waits for `beforeRespond`, whose patch lands in
- * the Outcome; a failing hook never loses the response. In-process proxy (runProxy) in
- * front of the real SDK fake agent; the client is raw JSON lines on PassThrough streams.
- * Also: several proxies appending to one outcome file.
+ * The proxy's turn end in a running proxy: the response waits for the publish step, which
+ * sees the turn's text and the prompt's `_meta` and lands in the Outcome and the journal
+ * before the client is answered; a failing publish never loses the response. In-process
+ * proxy (runProxy) in front of the real SDK fake agent; the client is raw JSON lines on
+ * PassThrough streams. Also: several proxies appending to one outcome file.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
 import { buildClassifier } from "../lib/cause/classifier.ts";
 import type { Outcome } from "../lib/core/outcome.ts";
 import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
-import type { TurnHooks } from "../lib/proxy/hooks.ts";
-import type { Turn } from "../lib/proxy/turns.ts";
+import type { TurnEndSteps } from "../lib/proxy/turn_end.ts";
+import type { FallbackRunner, FallbackSpec } from "../lib/publish/fallback.ts";
+import type { PublishContext } from "../lib/publish/engine.ts";
+import { publishSettings } from "../lib/publish/settings.ts";
+import { TurnRecorder } from "../lib/retry/turn_recorder.ts";
+import type { JournalRecord } from "../lib/journal/records.ts";
 import {
   AGENT,
   BUN,
@@ -48,7 +52,7 @@ function rawClient() {
   return { input, output, received, send, answer };
 }
 
-function start(hooks: TurnHooks, extra: Partial<ProxyOptions> = {}) {
+function start(turnEnd: TurnEndSteps, extra: Partial<ProxyOptions> = {}) {
   const s = scratch();
   const client = rawClient();
   const outcomes: Outcome[] = [];
@@ -61,8 +65,7 @@ function start(hooks: TurnHooks, extra: Partial<ProxyOptions> = {}) {
     input: client.input,
     output: client.output,
     stderr: new PassThrough(),
-    onOutcome: (o) => outcomes.push(o),
-    hooks,
+    turnEnd: { ...turnEnd, onOutcome: (o) => outcomes.push(o) },
     forwardSignals: false,
     ...extra,
   });
@@ -87,78 +90,81 @@ const promptOf = (id: number, text: string, meta?: unknown) => ({
   params: { sessionId: "sess-1", prompt: [{ type: "text", text }], _meta: meta },
 });
 
-describe("turn hooks", () => {
-  test("see the turn and hold the response until beforeRespond settles", async () => {
-    const seen: Record<string, unknown> = {};
-    const events: string[] = [];
-    let hookDoneAt = 0;
+/** The publish fallback armed, with `run` in place of the fallback command. */
+function publishing(run: FallbackRunner): PublishContext {
+  const vars = new Map([["channel", "c0"], ["reply_to", "r0"]]);
+  return { settings: publishSettings(undefined, true), detectors: [], vars, run };
+}
+
+const sent = { sent: true, exitCode: 0, signal: null, timedOut: false, stderr: "" };
+
+describe("the turn's end in a running proxy", () => {
+  test("the response waits for the publish, which is recorded before it", async () => {
+    const specs: FallbackSpec[] = [];
+    let publishedAt = 0;
+    const records: JournalRecord[] = [];
+    const recorder = new TurnRecorder({
+      journal: { append: (r) => void records.push(r) },
+      name: "n",
+      policy: { retries: 0, maxWaitMs: 1000 },
+    });
     const { client, outcomes, result } = start({
-      turnStarted(turn) {
-        events.push(`started ${turn.sessionId} ${turn.turn}`);
-        seen.promptLine = new TextDecoder().decode(turn.promptLine);
-      },
-      async beforeRespond(turn: Turn, outcome: Outcome) {
-        events.push(`before ${outcome.status}`);
-        seen.text = turn.chars > 0 ? "done" : "";
-        seen.calls = [...turn.toolCalls.values()];
-        seen.meta = turn.promptMeta;
+      recorder,
+      publish: publishing(async (spec) => {
+        specs.push(spec);
         await new Promise((r) => setTimeout(r, 300));
-        hookDoneAt = Date.now();
-        return { publish: { armed: true, detected: false, detector: null, fallback: null } };
-      },
-      turnEnded(outcome) {
-        events.push(`ended ${outcome.status} ${outcome.publish?.armed}`);
-      },
+        publishedAt = Date.now();
+        return sent;
+      }),
     });
     await openSession(client);
-    const prompt = promptOf(2, "tools", { turnguard: { channel: "c1" } });
+    // What the journal holds when the answer reaches the client.
+    let journaled: string[] = [];
+    client.output.on("data", (c: Uint8Array) => {
+      if (new TextDecoder().decode(c).includes('"id":2,')) journaled = records.map((r) => r.event);
+    });
+    const prompt = promptOf(2, "echo the answer", { turnguard: { channel: "c1", reply_to: "r1" } });
     client.send(prompt);
     const answer = await client.answer(2);
     expect(answer.message).toEqual({ jsonrpc: "2.0", id: 2, result: { stopReason: "end_turn" } });
-    expect(answer.at).toBeGreaterThanOrEqual(hookDoneAt);
-    expect(events).toEqual(["started sess-1 1", "before ok", "ended ok true"]);
-    expect(seen).toEqual({
-      promptLine: JSON.stringify(prompt) + "\n",
-      text: "done",
-      calls: [{
-        toolCallId: "t1",
-        title: "Read file",
-        kind: "read",
-        status: "completed",
-        rawOutput: { ok: true },
-      }],
-      meta: { turnguard: { channel: "c1" } },
-    });
+    expect(answer.at).toBeGreaterThanOrEqual(publishedAt);
+    expect(journaled).toEqual(["turn_started", "turn_ended"]);
+    expect(specs.map((s) => [s.argv.slice(0, 4), s.stdin])).toEqual([[
+      ["buzz", "messages", "send", "--channel"],
+      "the answer",
+    ]]);
+    expect(specs[0].argv[4]).toBe("c1");
     client.input.end();
     expect(await result).toEqual({ exitCode: 0 });
+    const publish = { armed: true, detected: false, detector: null, channel: "c1" };
     expect(outcomes.map((o) => [o.status, o.publish])).toEqual([[
       "ok",
-      { armed: true, detected: false, detector: null, fallback: null },
+      { ...publish, fallback: { sent: true, exitCode: 0 } },
     ]]);
+    const ended = records[1];
+    expect(ended.event === "turn_ended" && ended.outcome.publish).toEqual(outcomes[0].publish);
   });
 
-  test("a failing beforeRespond is a diagnostic; the response still goes out", async () => {
+  test("a failing publish is a diagnostic; the response still goes out", async () => {
     const { client, outcomes, result } = start({
-      beforeRespond() {
-        return Promise.reject(new Error("publisher unreachable"));
-      },
+      publish: publishing(() => Promise.reject(new Error("publisher unreachable"))),
     });
     await openSession(client);
     client.send(promptOf(2, "echo hi"));
     expect((await client.answer(2)).message).toMatchObject({ result: { stopReason: "end_turn" } });
     client.input.end();
     await result;
-    expect(outcomes[0].diagnostics).toEqual(["beforeRespond hook failed: publisher unreachable"]);
+    expect(outcomes[0].diagnostics.join("\n")).toContain("publisher unreachable");
   });
 
   test("lines after a held response wait behind it", async () => {
     const { client, result } = start({
-      beforeRespond: () => new Promise((r) => setTimeout(r, 300)),
+      publish: publishing(() => new Promise((r) => setTimeout(() => r(sent), 300))),
     });
     await openSession(client);
     client.send(promptOf(2, "echo first"));
-    // The agent answers the prompt at once; the proxy holds that answer in the hook while
-    // the agent answers the next request.
+    // The agent answers the prompt at once; the proxy holds that answer while it publishes
+    // and the agent answers the next request.
     await new Promise((r) => setTimeout(r, 100));
     client.send({ jsonrpc: "2.0", id: 3, method: "_unknown/method", params: {} });
     await client.answer(3);

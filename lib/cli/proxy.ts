@@ -1,5 +1,5 @@
 /**
- * `turnguard proxy`: the command-line shell around lib/proxy.ts. Journals the turns when
+ * `turnguard proxy`: the command-line shell around lib/proxy/proxy.ts. Journals the turns when
  * asked to and, with `--retries`, retries a retryable failure nothing reached the client of.
  */
 import { resolve } from "node:path";
@@ -8,11 +8,8 @@ import { UsageError } from "../errors.ts";
 import type { Outcome } from "../core/outcome.ts";
 import { openOutcomeFile } from "./outcome_file.ts";
 import { DEFAULT_GRACE_MS, runProxy } from "../proxy/proxy.ts";
-import { composeHooks, telemetryHooks, type TurnHooks } from "../proxy/hooks.ts";
 import { MAX_TIMER_MS } from "../io/timer_delay.ts";
-import { journalHooks, type RetryExecutor } from "../proxy/journal_hooks.ts";
-import { PUBLISH_OPTIONS } from "./publish_flags.ts";
-import { proxyPublishHooks } from "./publish_flags.ts";
+import { proxyPublishContext, PUBLISH_OPTIONS } from "./publish_flags.ts";
 import {
   loadRegistry,
   profileClassifier,
@@ -78,7 +75,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   const profile = selectProfile(registry, values.agent, command[0]);
   const warn = warnLine;
-  const publish = proxyPublishHooks({
+  const publish = proxyPublishContext({
     values,
     profile,
     detectors: registry.detectors,
@@ -91,12 +88,6 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const journaling = turnJournaling(values, env, cwd, profile.name, warn, registry.journal);
   const name = journaling.recorder.name;
   const telemetry = openTelemetry({ table: registry.telemetry, env, name, warn });
-  const hooks = (retries: RetryExecutor): TurnHooks =>
-    composeHooks(
-      publish,
-      journalHooks(journaling.recorder, profile.name, retries),
-      telemetryHooks(telemetry),
-    );
   const outcomes = values["outcome-file"]
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]), warn)
     : null;
@@ -131,10 +122,11 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       rewriteErrors: values["rewrite-errors"] === true,
       strictTurns: values["strict-turns"] === true,
       readers: profileReaders(registry.readers, profile),
-      onOutcome: appendOutcome,
       verbose: values.verbose === true,
+      // Each turn's end: publish, then the journal (and its retries), telemetry and the
+      // outcome file (lib/proxy/turn_end.ts).
+      turnEnd: { publish, recorder: journaling.recorder, telemetry, onOutcome: appendOutcome },
       // The journal reads every turn's reply (`wait --print`), so the text is always kept.
-      hooks,
       keepReplyText: true,
       retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,
     });

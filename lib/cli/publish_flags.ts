@@ -5,8 +5,7 @@
  */
 import type { Profile } from "../config/config.ts";
 import type { LoadedPublishDetector } from "../plugin/api.ts";
-import type { TurnHooks } from "../proxy/hooks.ts";
-import { publishHooks } from "../proxy/publish_hooks.ts";
+import type { PublishContext } from "../publish/engine.ts";
 import { publishSettings, selectDetectors } from "../publish/settings.ts";
 import type { OptionSpec } from "./args.ts";
 import { envVars, layerVars, parseVarFlags, type TurnVars } from "../publish/vars.ts";
@@ -36,27 +35,27 @@ export function readPublishFlags(
 }
 
 /**
- * The publish hooks for `turnguard proxy`: armed by the profile's `publish` table or by
- * `--publish-fallback`, variables from `TURNGUARD_VAR_*` and `--var`. An unknown detector
- * or a bad `--var` is a usage error before the agent starts.
+ * The publish step of `turnguard proxy`'s turn end: armed by the profile's `publish` table
+ * or by `--publish-fallback`, variables from `TURNGUARD_VAR_*` and `--var`. An unknown
+ * detector or a bad `--var` is a usage error before the agent starts.
  */
-export function proxyPublishHooks(opts: {
+export function proxyPublishContext(opts: {
   values: { "publish-fallback"?: boolean; var?: string[] };
   profile: Profile;
   detectors: readonly LoadedPublishDetector[];
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
   warn?: (line: string) => void;
-}): TurnHooks {
+}): PublishContext {
   const flags = readPublishFlags(opts.values, opts.env);
   const settings = publishSettings(opts.profile.publish, flags.arm);
   const detectors = settings ? selectDetectors(settings, opts.detectors, opts.profile.name) : [];
-  return publishHooks({
+  return {
     settings,
     detectors,
     vars: flags.vars,
     env: opts.env,
     cwd: opts.cwd,
     warn: opts.warn,
-  });
+  };
 }

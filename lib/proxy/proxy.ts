@@ -11,7 +11,8 @@ import type { Readable, Writable } from "node:stream";
 import { errorText } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
 import { answerUnstarted } from "./unstarted.ts";
-import { concludeTurn, type Conclusion, exitMessage, type TurnEnd } from "./conclude.ts";
+import { type ConcludeInput, exitMessage, type TurnEnd } from "./conclude.ts";
+import { endTurn, publishArmed, type TurnEndInput, type TurnEndSteps } from "./turn_end.ts";
 import {
   encodeLine,
   encodeResponse,
@@ -52,8 +53,6 @@ import {
   type Turn,
   Turns,
 } from "./turns.ts";
-import type { RetryExecutor, RetryRun } from "./journal_hooks.ts";
-import { NO_HOOKS, type TurnHooks } from "./hooks.ts";
 import type { ScheduledRetry } from "../retry/policy.ts";
 import { RetryWaits } from "../retry/waits.ts";
 import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
@@ -65,9 +64,7 @@ import {
   type RecordsSnapshot,
   snapshotSessionRecords,
 } from "../cause/session_records.ts";
-import { withPluginBudget } from "../plugin/budget.ts";
 import type { LogFs } from "../io/logfs.ts";
-import type { Outcome } from "../core/outcome.ts";
 import { Tail } from "../text/byte_window.ts";
 import { type AgentLaunch, STDERR_TAIL_BYTES } from "../run/run.ts";
 import {
@@ -127,13 +124,11 @@ export interface ProxyOptions extends AgentLaunch {
   strictTurns?: boolean;
   /** The profile's session record readers (docs/EVIDENCE.md). */
   readers?: readonly LoadedRecordReader[];
-  /** Receives each turn's Outcome. */
-  onOutcome?: (outcome: Outcome) => void;
   /**
-   * The turn hooks; as a function, they are built with the proxy's retry executor (for
-   * `journalHooks` with a recorder that may retry).
+   * What each turn's end does besides answering the client (lib/proxy/turn_end.ts): the
+   * publish fallback, the journal and its retries, telemetry, the outcome file.
    */
-  hooks?: TurnHooks | ((retries: RetryExecutor) => TurnHooks);
+  turnEnd?: TurnEndSteps;
   /** Where retries wait (SIGUSR1 runs them now while the proxy runs). */
   retryWaits?: RetryWaits;
   /** `--verbose`: turnguard's diagnostics, one line each. */
@@ -186,7 +181,6 @@ interface Expiry {
 interface WaitingRetry {
   turn: Turn;
   decision: ScheduledRetry;
-  run: RetryRun;
   /** The failed attempt's response, sent to the client if the retry never runs. */
   response: Uint8Array | null;
 }
@@ -283,7 +277,7 @@ class Proxy {
   readonly #child: AgentProcess;
   readonly #input: ByteSource;
   readonly #now: () => number;
-  readonly #hooks: TurnHooks;
+  readonly #steps: TurnEndSteps;
   /** How much message text each turn keeps (see ProxyOptions.keepReplyText). */
   readonly #keepText: TextKeeping;
   readonly #toAgent: LineOutput;
@@ -309,8 +303,6 @@ class Proxy {
   /** The agent's / the client's line too long to inspect, while it passes. */
   #agentLong: LongLine | null = null;
   #clientLong: LongLine | null = null;
-  /** Turns whose response already went to the client unread: they cannot be retried. */
-  readonly #forwarded = new WeakSet<Turn>();
   /** A line's reading threw once (said once on stderr; see `#guard`). */
   #guardFailed = false;
 
@@ -324,9 +316,7 @@ class Proxy {
     this.#signalled = early.length > 0;
     this.#now = opts.now ?? Date.now;
     this.#waits = opts.retryWaits ?? new RetryWaits();
-    this.#hooks = typeof opts.hooks === "function"
-      ? opts.hooks({ retry: (turn, decision, run) => this.#scheduleRetry(turn, decision, run) })
-      : opts.hooks ?? NO_HOOKS;
+    this.#steps = opts.turnEnd ?? {};
     this.#keepText = opts.keepReplyText !== false
       ? "reply"
       : opts.classifier.text.length > 0
@@ -596,9 +586,12 @@ class Proxy {
     const end: TurnEnd = isError
       ? { kind: "error", error: { code: null, message: note }, response: {} }
       : { kind: "result", result: {}, response: {} };
-    const { outcome } = this.#conclude(turn, end, now);
-    this.#forwarded.add(turn);
-    this.#record({ ...outcome, diagnostics: [...outcome.diagnostics, note] }, turn);
+    this.#inject(
+      this.#endTurn(
+        { conclude: this.#concludeInput(turn, end, now), line: null, unread: note },
+        null,
+      ),
+    );
   }
 
   // ---------------------------------------------------------------- client → agent
@@ -761,14 +754,17 @@ class Proxy {
       startedAt: now,
       snapshot: snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
       records: this.#snapshotRecords(sessionId, now),
-      trackToolCalls: this.#hooks.beforeRespond !== undefined,
+      trackToolCalls: publishArmed(this.#steps),
       keepText: this.#keepText,
     });
     this.#log(`session ${sessionId} turn ${turn.turn}: started (request ${idKey(message.id)})`);
     try {
-      this.#hooks.turnStarted?.(turn);
+      this.#steps.recorder?.started(
+        { session: turn.sessionId, turn: turn.turn },
+        { mode: "proxy", agent: this.#opts.profile.name, promptId: turn.requestId },
+      );
     } catch (err) {
-      this.#log(`turnStarted hook failed: ${errorText(err)}`);
+      this.#log(`recording the turn's start failed: ${errorText(err)}`);
     }
   }
 
@@ -857,9 +853,8 @@ class Proxy {
   // ---------------------------------------------------------------- turn ends
 
   /**
-   * Decides the turn, then (after the hooks) gives the bytes to answer the client with;
-   * none when the hooks scheduled a retry (the response is held until it is known
-   * whether the retry runs: see `#scheduleRetry`).
+   * Ends the turn (lib/proxy/turn_end.ts) once its evidence is in, and gives the bytes to
+   * answer the client with: none when a retry holds the response.
    */
   #finishTurn(turn: Turn, end: TurnEnd, line: Uint8Array | null, now: number): Verdict {
     // ---- session records (docs/EVIDENCE.md): a turn the agent answered is decided once
@@ -867,23 +862,37 @@ class Proxy {
     const taken = turn.records;
     if (taken && end.kind === "result") {
       const settleMs = this.#opts.profile.recordsSettleMs ?? DEFAULT_SETTLE_MS;
-      const later = new Promise((resolve) => setTimeout(resolve, settleMs)).then(() => {
-        let records: RecordsRead;
+      const records = new Promise((resolve) => setTimeout(resolve, settleMs)).then(() => {
         try {
-          records = readSessionRecords(taken, turn.startedAt, this.#opts.fs);
+          return readSessionRecords(taken, turn.startedAt, this.#opts.fs);
         } catch (err) {
-          records = { records: [], diagnostics: [`session records: ${errorText(err)}`] };
+          return { records: [], diagnostics: [`session records: ${errorText(err)}`] };
         }
-        const verdict = this.#decideTurn(turn, end, line, now, records);
-        return verdict === null ? line : "later" in verdict ? verdict.later : verdict.replace;
-      }).catch((err) => {
-        // The client's answer never waits on a failure here: the agent's own goes.
-        this.#log(`deciding the turn failed: ${errorText(err)}`);
-        return line;
       });
+      const later = records.then((read) =>
+        this.#endTurn({ conclude: this.#concludeInput(turn, end, now, read), line }, line).later
+      );
       return { later };
     }
-    return this.#decideTurn(turn, end, line, now, null);
+    return this.#endTurn({ conclude: this.#concludeInput(turn, end, now), line }, line);
+  }
+
+  /**
+   * Runs the turn's end; the client gets what it says to send. Should it throw (a bug),
+   * the client still gets `fallback` (the agent's own response, or turnguard's error).
+   */
+  #endTurn(
+    input: TurnEndInput,
+    fallback: Uint8Array | null,
+  ): { later: Promise<Uint8Array | null> } {
+    const later = endTurn(input, this.#steps, this, (l) => this.#log(l)).then(
+      (ended) => ended.send,
+      (err) => {
+        this.#guardFailure("the turn's end", err);
+        return fallback;
+      },
+    );
+    return { later };
   }
 
   /** The session's record files before its turn; null when the profile names none. */
@@ -894,100 +903,58 @@ class Proxy {
   }
   // ---- end of session records
 
-  #decideTurn(
+  /** What concludeTurn reads of this proxy's turn. */
+  #concludeInput(
     turn: Turn,
     end: TurnEnd,
-    line: Uint8Array | null,
     now: number,
-    records: RecordsRead | null,
-  ): Verdict {
-    const conclusion = this.#conclude(turn, end, now, records);
-    const bytes = conclusion.response
-      ? encodeResponse(conclusion.response, turn.requestIdLexeme, line ? lineEnding(line) : "\n")
-      : line;
-    const hook = this.#hooks.beforeRespond;
-    if (!hook) {
-      this.#record(conclusion.outcome, turn);
-      if (this.#held(turn, bytes)) return DROP;
-      return bytes === line ? PASS : { replace: bytes };
-    }
-    const later = (async () => {
-      let outcome = conclusion.outcome;
-      try {
-        const patch = await hook(turn, outcome);
-        if (patch) outcome = { ...outcome, ...patch };
-      } catch (err) {
-        outcome = {
-          ...outcome,
-          diagnostics: [...outcome.diagnostics, `beforeRespond hook failed: ${errorText(err)}`],
-        };
-      }
-      this.#record(outcome, turn);
-      return this.#held(turn, bytes) ? null : bytes;
-    })();
-    return { later };
-  }
-
-  /** Decides the turn: its Outcome and the response turnguard sends instead, if any. */
-  #conclude(turn: Turn, end: TurnEnd, now: number, records: RecordsRead | null = null): Conclusion {
+    records: RecordsRead | null = null,
+  ): ConcludeInput {
     const opts = this.#opts;
-    // One code plugin budget for everything that decides the turn (anchors on the agent's
-    // error, the log scan, the reply's failure text).
-    return withPluginBudget(() =>
-      concludeTurn({
-        turn,
-        end,
-        agent: opts.profile.name,
-        classifier: opts.classifier,
-        endedAt: now,
-        rewriteErrors: opts.rewriteErrors === true,
-        strictTurns: opts.strictTurns === true,
-        records,
-        readers: opts.readers,
-        scanLogs: () =>
-          findLogCause({
-            snapshot: turn.snapshot,
-            spawnedAt: turn.startedAt,
-            pid: this.#child.pid ?? null,
-            profile: opts.profile,
-            classifier: opts.classifier,
-            now,
-            fs: opts.fs,
-          }),
-      })
-    );
+    return {
+      turn,
+      end,
+      agent: opts.profile.name,
+      classifier: opts.classifier,
+      endedAt: now,
+      rewriteErrors: opts.rewriteErrors === true,
+      strictTurns: opts.strictTurns === true,
+      records,
+      readers: opts.readers,
+      scanLogs: () =>
+        findLogCause({
+          snapshot: turn.snapshot,
+          spawnedAt: turn.startedAt,
+          pid: this.#child.pid ?? null,
+          profile: opts.profile,
+          classifier: opts.classifier,
+          now,
+          fs: opts.fs,
+        }),
+    };
   }
 
   // ---------------------------------------------------------------- retries
 
   /**
-   * The turn's retry was scheduled (by the hooks, while its end was recorded): keeps the
-   * failed attempt's response for the client in case the retry never runs. True: the
-   * response is held, not forwarded.
+   * RetryHold: keeps the failed attempt's response while its retry waits; the prompt goes
+   * again later. Null: held; else why the retry cannot wait.
    */
-  #held(turn: Turn, bytes: Uint8Array | null): boolean {
-    const waiting = this.#retrying.get(retryKey(turn));
-    if (!waiting || waiting.turn !== turn) return false;
-    waiting.response = bytes ? bytes.slice() : null;
-    return true;
-  }
-
-  /** RetryExecutor: the failed attempt's response is held; the prompt goes again later. */
-  #scheduleRetry(turn: Turn, decision: ScheduledRetry, run: RetryRun): void {
+  hold(
+    turn: Turn,
+    decision: ScheduledRetry,
+    response: Uint8Array | null,
+    sent: boolean,
+  ): string | null {
     const what = `retry ${decision.attempt} of ${decision.of}`;
-    let gone = this.#agentGone
-      ? "the agent exited"
-      : this.#clientGone
-      ? "the client closed its input"
-      : null;
-    if (gone === null && this.#forwarded.has(turn)) {
-      gone = "the agent's response already went to the client";
-    }
-    if (gone !== null) {
-      run.stop(`${what} was stopped before it ran (${gone})`);
-      return;
-    }
-    const waiting: WaitingRetry = { turn, decision, run, response: null };
+    if (this.#agentGone) return "the agent exited";
+    if (this.#clientGone) return "the client closed its input";
+    if (sent) return "the agent's response already went to the client";
+    const waiting: WaitingRetry = {
+      turn,
+      decision,
+      response: response ? response.slice() : null,
+    };
     const key = retryKey(turn);
     this.#retrying.set(key, waiting);
     this.#log(
@@ -999,11 +966,12 @@ class Proxy {
       if (how === "stopped") this.#stopRetry(waiting, "stopped");
       else this.#runRetry(waiting);
     });
+    return null;
   }
 
   /** The retry's time came (or `turnguard retry` asked): the prompt goes to the agent again. */
   #runRetry(waiting: WaitingRetry): void {
-    const { turn: failed, decision, run } = waiting;
+    const { turn: failed, decision } = waiting;
     this.#retrying.delete(retryKey(failed));
     if (this.#agentGone || this.#clientGone) {
       this.#answerStopped(
@@ -1013,9 +981,17 @@ class Proxy {
       return;
     }
     const now = this.#now();
-    run.begin();
+    try {
+      this.#steps.recorder?.retryStarted(
+        { session: failed.sessionId, turn: failed.turn },
+        decision.attempt,
+      );
+    } catch (err) {
+      this.#log(`recording the retry's start failed: ${errorText(err)}`);
+    }
     const turn = this.#turns.retry(
       failed,
+      decision.attempt,
       now,
       snapshotProfileLogs(this.#opts.profile, this.#opts.env, now, this.#opts.fs),
       this.#snapshotRecords(failed.sessionId, now),
@@ -1045,7 +1021,11 @@ class Proxy {
     const reason = `retry ${decision.attempt} of ${decision.of} was stopped before it ran (${why})`;
     this.#log(`session ${turn.sessionId} turn ${turn.turn}: ${reason}`);
     try {
-      waiting.run.stop(reason);
+      this.#steps.recorder?.stopped(
+        { session: turn.sessionId, turn: turn.turn },
+        turn.attempt,
+        reason,
+      );
     } catch (err) {
       this.#log(`recording the stopped retry failed: ${errorText(err)}`);
     }
@@ -1075,28 +1055,6 @@ class Proxy {
       done.finally(() => this.#inFlight.delete(done));
     } else if (verdict.replace) {
       this.#toClient.inject(verdict.replace);
-    }
-  }
-
-  #record(outcome: Outcome, turn: Turn): void {
-    this.#log(
-      `session ${outcome.session} turn ${outcome.turn}: ${outcome.status}${
-        outcome.error ? ` (${outcome.error.category}): ${outcome.error.message}` : ""
-      }`,
-    );
-    for (const d of outcome.diagnostics) this.#log(`  ${d}`);
-    try {
-      this.#hooks.turnEnded?.(outcome, turn);
-    } catch (err) {
-      this.#log(`recording the outcome failed: ${errorText(err)}`);
-    }
-    // An attempt that will be retried is not the turn's Outcome (as in run mode, only the
-    // last attempt's is); the journal has every attempt.
-    if (this.#retrying.get(retryKey(turn))?.turn === turn) return;
-    try {
-      this.#opts.onOutcome?.(outcome);
-    } catch (err) {
-      this.#log(`recording the outcome failed: ${errorText(err)}`);
     }
   }
 

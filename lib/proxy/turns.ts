@@ -29,6 +29,8 @@ export interface Turn {
   readonly sessionId: string;
   /** Per-session turn counter, from 1. */
   readonly turn: number;
+  /** Which attempt of the turn this is: 0 the first, k the k-th retry. */
+  readonly attempt: number;
   /** The client's `session/prompt` request id. */
   readonly requestId: JsonRpcId;
   /** The request id as the client wrote it (for responses turnguard builds). */
@@ -94,6 +96,8 @@ export interface TurnStart {
   trackToolCalls: boolean;
   /** How much message text to keep; default `reply`. */
   keepText?: TextKeeping;
+  /** Which attempt this is; default 0 (the first). */
+  attempt?: number;
 }
 
 /** Unmerged tool call bytes a turn keeps before merging them on the spot. */
@@ -106,6 +110,7 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     ...start,
     requestIdLexeme: start.requestIdLexeme ?? JSON.stringify(start.requestId),
     turn,
+    attempt: start.attempt ?? 0,
     keepText: start.keepText ?? "reply",
     chars: 0,
     activity: 0,
@@ -285,6 +290,14 @@ export function streamed(turn: Turn): number {
   return turn.chars + turn.activity;
 }
 
+/**
+ * Whether a turn already reached the client: anything streamed (text, thoughts, tools), or
+ * a request the agent sent it (a permission prompt). Such a turn is not retried.
+ */
+export function reachedClient(turn: Turn): boolean {
+  return streamed(turn) > 0 || turn.requests > 0;
+}
+
 /** The running turns of every session on one agent connection. */
 export class Turns {
   #counters = new Map<string, number>();
@@ -305,11 +318,12 @@ export class Turns {
   }
 
   /**
-   * Starts a retry of an ended turn: a fresh state under the same number and request id,
-   * from a new start time and log snapshot.
+   * Starts retry `attempt` of an ended turn: a fresh state under the same number and
+   * request id, from a new start time and log snapshot.
    */
   retry(
     turn: Turn,
+    attempt: number,
     startedAt: number,
     snapshot: Snapshot,
     records: RecordsSnapshot | null = null,
@@ -325,6 +339,7 @@ export class Turns {
       records,
       trackToolCalls: turn.trackToolCalls,
       keepText: turn.keepText,
+      attempt,
     }, turn.turn);
     this.#track(fresh);
     return fresh;

@@ -26,7 +26,7 @@ export interface TurnKey {
   turn: number;
 }
 
-/** How a recorder is wired; `P` is its retry policy's type (see journalHooks). */
+/** How a recorder is wired; `P` is its retry policy's type. */
 export interface RecorderOptions<P extends RetryPolicy = RetryPolicy> {
   /** Null: nothing is journaled (retries still work). */
   journal: JournalSink | null;
@@ -57,10 +57,7 @@ export function journaledOutcome(outcome: Outcome): { outcome: Outcome; truncate
   return { outcome: { ...outcome, reply: { ...outcome.reply, text: kept } }, truncated: true };
 }
 
-/**
- * Records turns and decides their retries. `P` is the type of its retry policy: a recorder
- * built with `retries: 0` has a type that says so, which `journalHooks` relies on.
- */
+/** Records turns and decides their retries. `P` is the type of its retry policy. */
 export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
   readonly name: string;
   readonly policy: P;
@@ -118,7 +115,18 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
    * decision, then the end, and returns the decision for the caller to carry out.
    */
   ended(key: TurnKey, attempt: number, outcome: Outcome, sideEffects: boolean): RetryDecision {
-    const decision = decideRetry({ outcome, sideEffects, attempt }, this.policy, this.#random);
+    const decision = this.decide(attempt, outcome, sideEffects);
+    this.recordEnd(key, attempt, outcome, decision);
+    return decision;
+  }
+
+  /** What becomes of an attempt that just ended, by this recorder's policy (journals nothing). */
+  decide(attempt: number, outcome: Outcome, sideEffects: boolean): RetryDecision {
+    return decideRetry({ outcome, sideEffects, attempt }, this.policy, this.#random);
+  }
+
+  /** Journals an attempt's end: its retry decision first, then the end itself. */
+  recordEnd(key: TurnKey, attempt: number, outcome: Outcome, decision: RetryDecision): void {
     const common = this.#common(key);
     if (decision.kind === "retry") {
       const nextAt = new Date(this.#now() + decision.afterMs).toISOString();
@@ -142,7 +150,6 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
       outcome: kept.outcome,
       ...(kept.truncated ? { replyTruncated: true as const } : {}),
     });
-    return decision;
   }
 
   /** Retry `attempt` begins to run. */
