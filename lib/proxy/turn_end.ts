@@ -55,7 +55,7 @@ export interface RetryHold {
 
 /** One turn's end, as data. */
 export interface TurnEndInput {
-  /** What `concludeTurn` reads: the turn, how it ended, the profile's anchors, ... */
+  /** What `concludeTurn` reads: the turn, how it ended, the profile's classifier, ... */
   conclude: ConcludeInput;
   /** The agent's response line; null when turnguard answers (silence, the agent died). */
   line: Uint8Array | null;

@@ -1,0 +1,243 @@
+/**
+ * Agent → client line routing: folds the agent's `session/update`s into their turns,
+ * tracks its requests to the client, and ends a turn when the agent answers its prompt
+ * (the turn's end decides what the client gets in place of that answer).
+ */
+import { Buffer } from "node:buffer";
+import {
+  idKey,
+  type JsonRpcId,
+  type Message,
+  type Opaque,
+  parseBatch,
+  readMessage,
+  sessionIdOf,
+  startsArray,
+} from "../acp/jsonrpc.ts";
+import { peekUpdate } from "../acp/peek.ts";
+import type { TurnEnd } from "./conclude.ts";
+import type { TurnFinisher } from "./finish.ts";
+import {
+  keepPrefix,
+  type LongLine,
+  newLong,
+  prefixKind,
+  TOO_DEEP,
+  TOO_LONG,
+} from "./long_lines.ts";
+import { DROP, type LineReader, PASS, type Verdict } from "./relay.ts";
+import type { SilenceWatch } from "./silence.ts";
+import { injectReply, type ProxyState } from "./state.ts";
+import { refuse } from "./tracking.ts";
+import {
+  observeUninspected,
+  observeUpdate,
+  observeUpdateLine,
+  sessionIdInPrefix,
+} from "./turns.ts";
+
+const ID_KEY = Buffer.from('"id"');
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+}
+
+/** Reads the agent's lines (a LineReader for the agent → client pump). */
+export class AgentLines implements LineReader {
+  readonly #state: ProxyState;
+  readonly #finisher: TurnFinisher;
+  readonly #silence: SilenceWatch;
+  /** The agent's line too long to inspect, while it passes. */
+  #long: LongLine | null = null;
+  /** The clock reading of the chunk being pumped, taken by its first update line. */
+  #chunkNow: number | null = null;
+
+  constructor(state: ProxyState, finisher: TurnFinisher, silence: SilenceWatch) {
+    this.#state = state;
+    this.#finisher = finisher;
+    this.#silence = silence;
+  }
+
+  /** A new chunk comes: its session/update lines share one clock reading. */
+  chunk(): void {
+    this.#chunkNow = null;
+  }
+
+  /**
+   * A canonical `session/update` line, `bytes[start, end)`, known by its first bytes: it
+   * counts as output of its session's running turn, and passes as it is (true). False for
+   * any other line (inspected as a whole).
+   */
+  quick(bytes: Uint8Array, start: number, end: number): boolean {
+    return this.#update(bytes, start, end, this.#chunkNow ??= this.#state.now());
+  }
+
+  line(line: Uint8Array): Verdict {
+    const state = this.#state;
+    // Cheap pre-checks: a canonical session/update is known by its first bytes; any other
+    // line without an `"id"` key is a notification (or not JSON-RPC). Notifications only
+    // matter while a turn runs.
+    if (this.#update(line, 0, line.length, state.now())) return PASS;
+    if (state.turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
+    const message = readMessage(line);
+    if (message?.kind === "opaque") return this.#opaque(message, line);
+    if (!message) {
+      if (startsArray(line)) this.#batch(line);
+      return PASS;
+    }
+    const now = state.now();
+    switch (message.kind) {
+      case "notification": {
+        if (message.method !== "session/update") return PASS;
+        const sessionId = sessionIdOf(message.params);
+        const turn = sessionId !== null ? state.turns.forSession(sessionId) : undefined;
+        if (turn) observeUpdate(turn, (message.params as Record<string, unknown>).update, now);
+        return PASS;
+      }
+      case "request": {
+        if (state.agentPending.full) return refuse(state, "agent", message.id, line);
+        const sessionId = sessionIdOf(message.params);
+        state.agentPending.add(message.id, message.method, sessionId);
+        const turn = sessionId !== null ? state.turns.forSession(sessionId) : undefined;
+        if (turn) {
+          turn.lastActivityAt = now;
+          turn.requests++;
+        }
+        return PASS;
+      }
+      default:
+        return this.#response(message, line, now);
+    }
+  }
+
+  /**
+   * A piece of an agent line too long to inspect. Its first PREFIX_BYTES tell its kind:
+   * a response ends its request (unread); other lines count as output of the turn of the
+   * session they name, or of the only running turn when they name none.
+   */
+  passing(piece: Uint8Array, end: boolean, why = TOO_LONG): void {
+    const state = this.#state;
+    const long = this.#long ??= newLong(why);
+    const now = state.now();
+    const scanned = keepPrefix(long, piece, end);
+    if (scanned) {
+      state.log(`an agent line ${long.why} is passing through unread`);
+      const kind = prefixKind(scanned.scan);
+      const sessionId = sessionIdInPrefix(scanned.text);
+      if (kind.kind === "request") {
+        state.agentPending.add(kind.id, kind.method, sessionId, kind.idLexeme);
+      }
+      if (kind.kind !== "response" && state.turns.size > 0) {
+        long.turn = sessionId !== null
+          ? state.turns.forSession(sessionId)
+          : state.turns.size === 1
+          ? state.turns.all()[0]
+          : undefined;
+        if (long.turn) observeUninspected(long.turn, now);
+      }
+    } else if (long.turn) {
+      long.turn.lastActivityAt = now;
+    }
+    if (!end) return;
+    this.#long = null;
+    const kind = prefixKind(long.scan);
+    if (kind.kind === "response") this.#unreadResponse(kind.id, kind.isError, long.why, now);
+  }
+
+  #update(bytes: Uint8Array, start: number, end: number, now: number): boolean {
+    const peek = peekUpdate(bytes, start, end);
+    if (peek === null) return false;
+    const turns = this.#state.turns;
+    const turn = turns.size === 0
+      ? undefined
+      : turns.forSessionBytes(bytes, peek.idStart, peek.idEnd);
+    if (turn) observeUpdateLine(turn, peek, bytes, now);
+    return true;
+  }
+
+  /**
+   * An agent line nested too deeply to read: only its envelope is looked at (a response
+   * ends its request unread, a request is tracked, anything else counts as output); when
+   * not even that could be parsed, its first bytes tell, as for a line too long.
+   */
+  #opaque(opaque: Opaque, line: Uint8Array): Verdict {
+    const message = opaque.message;
+    if (message === null) {
+      this.passing(line, true, TOO_DEEP);
+      return PASS;
+    }
+    const state = this.#state;
+    state.log(`an agent line ${TOO_DEEP} is passing through unread`);
+    const now = state.now();
+    if (message.kind === "result" || message.kind === "error") {
+      this.#unreadResponse(message.id, message.kind === "error", TOO_DEEP, now);
+      return PASS;
+    }
+    const sessionId = sessionIdOf(message.params);
+    if (message.kind === "request") {
+      if (state.agentPending.full) return refuse(state, "agent", message.id, line);
+      state.agentPending.add(message.id, message.method, sessionId);
+    }
+    const turn = sessionId !== null ? state.turns.forSession(sessionId) : undefined;
+    if (turn) observeUninspected(turn, now);
+    return PASS;
+  }
+
+  /**
+   * The agent answered a client request with a line too long to inspect; it went through
+   * as it is. Its request is no longer pending, and a turn it answers ends (not rewritten).
+   */
+  #unreadResponse(id: JsonRpcId, isError: boolean, why: string, now: number): void {
+    const state = this.#state;
+    const request = state.clientPending.take(id);
+    if (!request) return;
+    if (request.answered) {
+      state.log(`the agent's late response to request ${idKey(id)} was ${why}; it went through`);
+      return;
+    }
+    const turn = state.turns.forRequest(id);
+    if (!turn) return;
+    state.turns.end(turn);
+    this.#silence.settle(turn);
+    const note = `the agent's response was ${why}: forwarded unread, not rewritten`;
+    const end: TurnEnd = isError
+      ? { kind: "error", error: { code: null, message: note }, response: {} }
+      : { kind: "result", result: {}, response: {} };
+    injectReply(state, this.#finisher.forwarded(turn, end, note, now));
+  }
+
+  /** A batch from the agent: its responses answer the client's requests. */
+  #batch(line: Uint8Array): void {
+    const state = this.#state;
+    for (const message of parseBatch(line) ?? []) {
+      if (message.kind === "request") {
+        state.agentPending.add(message.id, message.method, sessionIdOf(message.params));
+      } else if (message.kind !== "notification") {
+        if (!state.turns.forRequest(message.id)) state.clientPending.take(message.id);
+      }
+    }
+  }
+
+  /** The agent answered a client request: a turn's prompt ends the turn. */
+  #response(
+    message: Extract<Message, { kind: "result" | "error" }>,
+    line: Uint8Array,
+    now: number,
+  ): Verdict {
+    const state = this.#state;
+    const request = state.clientPending.take(message.id);
+    if (!request) return PASS;
+    if (request.answered) {
+      state.log(`dropped the agent's late response to request ${idKey(message.id)}`);
+      return DROP;
+    }
+    const turn = state.turns.forRequest(message.id);
+    if (!turn) return PASS;
+    state.turns.end(turn);
+    const end: TurnEnd = this.#silence.settle(turn) ??
+      (message.kind === "result"
+        ? { kind: "result", result: message.result, response: message.raw }
+        : { kind: "error", error: message.error, response: message.raw });
+    return { later: this.#finisher.finish(turn, end, line, now) };
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Client → agent line routing: tracks the client's requests (a `session/prompt` starts a
+ * turn), its cancels and its answers to the agent's requests; every line passes as it is
+ * unless refused past the in-flight cap.
+ */
+import { Buffer } from "node:buffer";
+import {
+  type Message,
+  type Opaque,
+  parseBatch,
+  readMessage,
+  sessionIdOf,
+  startsArray,
+} from "../acp/jsonrpc.ts";
+import {
+  idLexemeOf,
+  keepPrefix,
+  type LongLine,
+  newLong,
+  prefixKind,
+  TOO_DEEP,
+  TOO_LONG,
+} from "./long_lines.ts";
+import { type LineReader, PASS, type Verdict } from "./relay.ts";
+import type { RetryQueue } from "./retries.ts";
+import type { ProxyState } from "./state.ts";
+import { clientAnswered, refuse, startTurn } from "./tracking.ts";
+import type { TurnEndSteps } from "./turn_end.ts";
+import { sessionIdInPrefix } from "./turns.ts";
+
+const METHOD_KEY = Buffer.from('"method"');
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+}
+
+/** Reads the client's lines (a LineReader for the client → agent pump). */
+export class ClientLines implements LineReader {
+  readonly #state: ProxyState;
+  readonly #steps: TurnEndSteps;
+  readonly #retries: RetryQueue;
+  /** The client's line too long to inspect, while it passes. */
+  #long: LongLine | null = null;
+
+  constructor(state: ProxyState, steps: TurnEndSteps, retries: RetryQueue) {
+    this.#state = state;
+    this.#steps = steps;
+    this.#retries = retries;
+  }
+
+  line(line: Uint8Array): Verdict {
+    const state = this.#state;
+    // A line without a `"method"` key is a response (or not JSON-RPC): it only matters
+    // while the agent waits on the client.
+    if (state.agentPending.size === 0 && asBuffer(line).indexOf(METHOD_KEY) === -1) return PASS;
+    const message = readMessage(line);
+    if (message?.kind === "opaque") return this.#opaque(message, line);
+    if (!message) {
+      if (startsArray(line)) this.#batch(line);
+      return PASS;
+    }
+    const now = state.now();
+    switch (message.kind) {
+      case "request":
+        return this.#request(message, line, now, true);
+      case "notification": {
+        if (message.method === "session/cancel") this.#cancel(sessionIdOf(message.params));
+        return PASS;
+      }
+      default: {
+        // The client answered one of the agent's requests (e.g. a permission prompt):
+        // the silence clock of that session starts again now.
+        clientAnswered(state, message.id, now);
+        return PASS;
+      }
+    }
+  }
+
+  /**
+   * A piece of a client line too long to inspect: a request whose id and method are in
+   * its first PREFIX_BYTES is tracked (as a plain request, never a turn); a response ends
+   * the agent's request. `whole`: the line, when it is in hand (nested too deeply).
+   */
+  passing(piece: Uint8Array, end: boolean, why = TOO_LONG, whole: Uint8Array | null = null): void {
+    const state = this.#state;
+    const long = this.#long ??= newLong(why);
+    const scanned = keepPrefix(long, piece, end);
+    if (scanned) {
+      state.log(`a client line ${long.why} is passing through unread`);
+      const kind = prefixKind(scanned.scan);
+      if (kind.kind === "request") {
+        const sessionId = sessionIdInPrefix(scanned.text);
+        state.clientPending.add(kind.id, kind.method, sessionId, kind.idLexeme);
+        // A whole line in hand (nested too deeply to parse) can be sent again: a turn.
+        if (whole && kind.method === "session/prompt" && sessionId !== null) {
+          this.#retries.stopSession(sessionId, "a new prompt came in the session");
+          const prompt = {
+            id: kind.id,
+            sessionId,
+            line: whole,
+            idLexeme: kind.idLexeme,
+            meta: undefined,
+          };
+          startTurn(state, this.#steps, prompt, state.now());
+        }
+      } else if (kind.kind === "response") {
+        clientAnswered(state, kind.id, state.now());
+      }
+    }
+    if (end) this.#long = null;
+  }
+
+  /** The client cancelled a session's turn: a retry waiting in it stops too. */
+  #cancel(sessionId: string | null): void {
+    if (sessionId === null) return;
+    this.#retries.stopSession(sessionId, "the client cancelled");
+    const turn = this.#state.turns.forSession(sessionId);
+    if (!turn) return;
+    turn.cancelled = true;
+    this.#state.log(`session ${turn.sessionId} turn ${turn.turn}: cancelled by the client`);
+  }
+
+  /**
+   * A client line nested too deeply to read: a request is tracked (a `session/prompt`
+   * starts a turn from its top-level members; its prompt and `_meta` are not read), a
+   * response answers the agent's request.
+   */
+  #opaque(opaque: Opaque, line: Uint8Array): Verdict {
+    const message = opaque.message;
+    if (message === null) {
+      this.passing(line, true, TOO_DEEP, line);
+      return PASS;
+    }
+    const state = this.#state;
+    state.log(`a client line ${TOO_DEEP} is passing through unread`);
+    // Its `_meta` is not read: it may be what nests too deeply.
+    if (message.kind === "request") return this.#request(message, line, state.now(), false);
+    if (message.kind !== "notification") clientAnswered(state, message.id, state.now());
+    return PASS;
+  }
+
+  /**
+   * A client request: refused past the in-flight cap, else tracked; a `session/prompt` also
+   * starts a turn, with the prompt's `_meta` unless the line was too deep to read it.
+   */
+  #request(
+    message: Extract<Message, { kind: "request" }>,
+    line: Uint8Array,
+    now: number,
+    readMeta: boolean,
+  ): Verdict {
+    const state = this.#state;
+    if (state.clientPending.full) return refuse(state, "client", message.id, line);
+    const sessionId = sessionIdOf(message.params);
+    const idLexeme = idLexemeOf(line, message.id);
+    state.clientPending.add(message.id, message.method, sessionId, idLexeme);
+    if (message.method === "session/prompt" && sessionId !== null) {
+      this.#retries.stopSession(sessionId, "a new prompt came in the session");
+      const meta = readMeta ? (message.params as Record<string, unknown>)._meta : undefined;
+      startTurn(state, this.#steps, { id: message.id, sessionId, line, idLexeme, meta }, now);
+    }
+    return PASS;
+  }
+
+  /**
+   * A batch from the client: its requests are tracked (a `session/prompt` among them as a
+   * plain request, not a turn), its responses answer the agent's requests.
+   */
+  #batch(line: Uint8Array): void {
+    const state = this.#state;
+    const now = state.now();
+    for (const message of parseBatch(line) ?? []) {
+      if (message.kind === "request") {
+        state.clientPending.add(message.id, message.method, sessionIdOf(message.params));
+      } else if (message.kind !== "notification") {
+        clientAnswered(state, message.id, now);
+      }
+    }
+  }
+}

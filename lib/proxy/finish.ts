@@ -1,0 +1,123 @@
+/**
+ * Turn finishing in the shell: gathers what a turn's end reads that lives outside the
+ * turn (its session records after their settle window, the agent's logs, the profile) and
+ * runs the linear turn end (lib/proxy/turn_end.ts); gives the bytes the client is sent.
+ */
+import { errorText } from "../errors.ts";
+import { findLogCause } from "../cause/log_cause.ts";
+import {
+  DEFAULT_SETTLE_MS,
+  readSessionRecords,
+  type RecordsRead,
+} from "../cause/session_records.ts";
+import type { ConcludeInput, TurnEnd } from "./conclude.ts";
+import type { ProxyState } from "./state.ts";
+import { endTurn, type RetryHold, type TurnEndInput, type TurnEndSteps } from "./turn_end.ts";
+import type { Turn } from "./turns.ts";
+
+/** Ends the turns of one proxy. */
+export class TurnFinisher {
+  constructor(
+    readonly state: ProxyState,
+    readonly steps: TurnEndSteps,
+    readonly retries: RetryHold,
+  ) {}
+
+  /**
+   * The turn ended (`line`: the agent's response; null when turnguard answers): the bytes
+   * to answer the client with, once decided; null when a retry holds the response. Should
+   * the turn's end throw (a bug), the client still gets `fallback` (default `line`).
+   */
+  finish(
+    turn: Turn,
+    end: TurnEnd,
+    line: Uint8Array | null,
+    now: number,
+    fallback: Uint8Array | null = line,
+  ): Promise<Uint8Array | null> {
+    const ended = this.#records(turn, end).then((records) =>
+      endTurn(
+        { conclude: this.#concludeInput(turn, end, now, records), line },
+        this.steps,
+        this.retries,
+        this.state.log,
+      )
+    );
+    return this.#sent(ended, fallback);
+  }
+
+  /**
+   * The agent's response already went to the client unread (`note` says why): the turn is
+   * ended and recorded, never rewritten, published or held.
+   */
+  forwarded(turn: Turn, end: TurnEnd, note: string, now: number): Promise<Uint8Array | null> {
+    const input: TurnEndInput = {
+      conclude: this.#concludeInput(turn, end, now, null),
+      line: null,
+      unread: note,
+    };
+    return this.#sent(endTurn(input, this.steps, this.retries, this.state.log), null);
+  }
+
+  #sent(
+    ended: Promise<{ send: Uint8Array | null }>,
+    fallback: Uint8Array | null,
+  ): Promise<Uint8Array | null> {
+    return ended.then(
+      (result) => result.send,
+      (err) => {
+        this.state.guard.failed("the turn's end", err);
+        return fallback;
+      },
+    );
+  }
+
+  /**
+   * The turn's session records (docs/EVIDENCE.md): a turn the agent answered is decided
+   * once its records had the settle window to land; the response waits that long.
+   */
+  async #records(turn: Turn, end: TurnEnd): Promise<RecordsRead | null> {
+    const taken = turn.records;
+    if (!taken || end.kind !== "result") return null;
+    const { profile, fs } = this.state.opts;
+    await new Promise((resolve) =>
+      setTimeout(resolve, profile.recordsSettleMs ?? DEFAULT_SETTLE_MS)
+    );
+    try {
+      return readSessionRecords(taken, turn.startedAt, fs);
+    } catch (err) {
+      return { records: [], diagnostics: [`session records: ${errorText(err)}`] };
+    }
+  }
+
+  /** What concludeTurn reads of this proxy's turn. */
+  #concludeInput(
+    turn: Turn,
+    end: TurnEnd,
+    now: number,
+    records: RecordsRead | null,
+  ): ConcludeInput {
+    const { opts, child } = this.state;
+    return {
+      turn,
+      end,
+      agent: opts.profile.name,
+      classifier: opts.classifier,
+      endedAt: now,
+      rewriteErrors: opts.rewriteErrors === true,
+      strictTurns: opts.strictTurns === true,
+      records,
+      readers: opts.readers,
+      scanLogs: () =>
+        findLogCause({
+          snapshot: turn.snapshot,
+          spawnedAt: turn.startedAt,
+          pid: child.pid ?? null,
+          profile: opts.profile,
+          classifier: opts.classifier,
+          now,
+          fs: opts.fs,
+        }),
+    };
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The byte relay: splits one direction's chunks into lines, lets each complete line be
+ * looked at, and forwards the bytes, untouched lines as views of the chunk (a chunk costs
+ * one or two writes, not one per line). What a look decides about a line is a Verdict.
+ */
+import { errorText } from "../errors.ts";
+import { joinBytes, type LineSplitter, type Segment } from "../acp/lines.ts";
+import type { LineOutput } from "./output.ts";
+
+/**
+ * What to do with one complete line: pass it (null), replace it (null bytes: drop it), or
+ * put what a later step gives in its place (output order is kept).
+ */
+export type Verdict =
+  | null
+  | { replace: Uint8Array | null }
+  | { later: Promise<Uint8Array | null> };
+
+/** The line passes as it is. */
+export const PASS: Verdict = null;
+/** The line is dropped. */
+export const DROP: Verdict = { replace: null };
+
+/** Pieces of one chunk are copied into one write up to this size, written apart beyond. */
+const JOIN_MAX_BYTES = 16 * 1024;
+
+/**
+ * The last resort around reading a line: whatever it throws (a bug, a runtime limit the
+ * bounds missed), the line still passes and the proxy goes on; the failure is said on
+ * stderr once.
+ */
+export class Guard {
+  #failed = false;
+  constructor(readonly stderr: { write(line: string): unknown }) {}
+
+  /** `read()`, or `fallback` when it throws. */
+  run<T>(what: string, read: () => T, fallback: T): T {
+    try {
+      return read();
+    } catch (err) {
+      this.failed(what, err);
+      return fallback;
+    }
+  }
+
+  /** Says once on stderr that reading `what` failed. */
+  failed(what: string, err: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.stderr.write(
+      `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
+    );
+  }
+}
+
+/** How one direction's lines are looked at. */
+export interface LineReader {
+  /** A complete line (within the inspection limit). */
+  line(line: Uint8Array): Verdict;
+  /** A piece of a line too long to inspect, while it passes. */
+  passing?(piece: Uint8Array, end: boolean): void;
+  /**
+   * A line inside the chunk, `bytes[start, end)`, looked at before a view of it is made:
+   * true when it passes as it is, false to have it read whole by `line`.
+   */
+  quick?(bytes: Uint8Array, start: number, end: number): boolean;
+}
+
+/** Splits a chunk and forwards it, each complete line as its reader decides. */
+export function pump(
+  splitter: LineSplitter,
+  chunk: Uint8Array,
+  out: LineOutput,
+  reader: LineReader,
+  guard: Guard,
+): void {
+  // Pieces to write, and the current run of adjacent bytes of this chunk (kept as
+  // offsets until it is cut: adjacent bytes of the chunk are in their order).
+  const pieces: Uint8Array[] = [];
+  let size = 0;
+  let inRun = false;
+  let runStart = 0;
+  let runEnd = 0;
+  const cutRun = () => {
+    if (!inRun) return;
+    pieces.push(chunk.subarray(runStart, runEnd));
+    inRun = false;
+  };
+  const addRun = (at: number, length: number) => {
+    if (inRun && runEnd === at) {
+      runEnd += length;
+    } else {
+      cutRun();
+      inRun = true;
+      runStart = at;
+      runEnd = at + length;
+    }
+  };
+  const flush = () => {
+    cutRun();
+    if (pieces.length === 0) return;
+    if (pieces.length === 1) out.write(pieces[0]);
+    else if (size <= JOIN_MAX_BYTES) out.write(joinBytes(pieces, size));
+    else for (const piece of pieces) out.write(piece);
+    pieces.length = 0;
+    size = 0;
+  };
+  const passing = reader.passing;
+  const quick = reader.quick;
+  splitter.push(
+    chunk,
+    (segment) => {
+      if (segment.kind === "pass" && passing) {
+        guard.run("a long line", () => passing.call(reader, segment.bytes, segment.end), undefined);
+      }
+      const verdict = segment.kind === "line"
+        ? guard.run("a line", () => reader.line(segment.bytes), PASS)
+        : PASS;
+      if (verdict === null) {
+        const length = segment.bytes.length;
+        size += length;
+        if (segment.at === -1) {
+          cutRun();
+          pieces.push(segment.bytes);
+        } else {
+          addRun(segment.at, length);
+        }
+        return;
+      }
+      flush();
+      apply(verdict, out);
+    },
+    quick && ((start, end) => {
+      let passed: boolean;
+      try {
+        passed = quick.call(reader, chunk, start, end);
+      } catch (err) {
+        guard.failed("a line", err);
+        passed = true;
+      }
+      if (passed) size += end - start, addRun(start, end - start);
+      return passed;
+    }),
+  );
+  flush();
+}
+
+/** Forwards what is left when a stream ends (the splitter's last segments). */
+export function drain(
+  splitter: LineSplitter,
+  out: LineOutput,
+  reader: LineReader,
+  guard: Guard,
+): void {
+  splitter.end((segment: Segment) => {
+    const verdict = segment.kind === "line"
+      ? guard.run("a line", () => reader.line(segment.bytes), PASS)
+      : PASS;
+    if (verdict === null) out.write(segment.bytes);
+    else apply(verdict, out);
+  });
+}
+
+function apply(verdict: Exclude<Verdict, null>, out: LineOutput): void {
+  if ("later" in verdict) out.writeLater(verdict.later);
+  else if (verdict.replace) out.write(verdict.replace);
+}

@@ -1,0 +1,115 @@
+/**
+ * Turn tracking: a client's `session/prompt` starts a turn (with the profile's logs and the
+ * session's record files as they were), a retry starts the same turn again, and a request
+ * past the in-flight cap is refused.
+ */
+import { errorText } from "../errors.ts";
+import { encodeResponse, idKey, type JsonRpcId } from "../acp/jsonrpc.ts";
+import { lineEnding } from "../acp/lines.ts";
+import { snapshotProfileLogs } from "../cause/log_cause.ts";
+import { type RecordsSnapshot, snapshotSessionRecords } from "../cause/session_records.ts";
+import { idLexemeOf } from "./long_lines.ts";
+import { DEFAULT_MAX_PENDING } from "./options.ts";
+import { errorResponse, overloadData } from "./rewrite.ts";
+import type { ProxyState } from "./state.ts";
+import { publishArmed, type TurnEndSteps } from "./turn_end.ts";
+import type { Turn } from "./turns.ts";
+import { DROP, type Verdict } from "./relay.ts";
+
+/** What a `session/prompt` starts a turn from. */
+export interface PromptRequest {
+  id: JsonRpcId;
+  sessionId: string;
+  /** The request's bytes, as the client sent them (a retry sends them again). */
+  line: Uint8Array;
+  /** Its id as the client wrote it. */
+  idLexeme: string;
+  /** Its `params._meta` (undefined when not read). */
+  meta: unknown;
+}
+
+/** Starts a turn for a client's `session/prompt` and journals its start. */
+export function startTurn(
+  state: ProxyState,
+  steps: TurnEndSteps,
+  prompt: PromptRequest,
+  now: number,
+): Turn {
+  const { opts } = state;
+  const turn = state.turns.start({
+    sessionId: prompt.sessionId,
+    requestId: prompt.id,
+    requestIdLexeme: prompt.idLexeme,
+    promptLine: prompt.line.slice(),
+    promptMeta: prompt.meta,
+    startedAt: now,
+    snapshot: snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
+    records: snapshotRecords(state, prompt.sessionId, now),
+    trackToolCalls: publishArmed(steps),
+    keepText: state.keepText,
+  });
+  state.log(`session ${turn.sessionId} turn ${turn.turn}: started (request ${idKey(prompt.id)})`);
+  try {
+    steps.recorder?.started(
+      { session: turn.sessionId, turn: turn.turn },
+      { mode: "proxy", agent: opts.profile.name, promptId: turn.requestId },
+    );
+  } catch (err) {
+    state.log(`recording the turn's start failed: ${errorText(err)}`);
+  }
+  return turn;
+}
+
+/** Starts retry `attempt` of an ended turn: its request is in flight again. */
+export function restartTurn(state: ProxyState, failed: Turn, attempt: number, now: number): Turn {
+  const { opts } = state;
+  const turn = state.turns.retry(
+    failed,
+    attempt,
+    now,
+    snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
+    snapshotRecords(state, failed.sessionId, now),
+  );
+  state.clientPending.add(turn.requestId, "session/prompt", turn.sessionId);
+  return turn;
+}
+
+/** The session's record files before its turn; null when the profile names none. */
+function snapshotRecords(
+  state: ProxyState,
+  sessionId: string,
+  now: number,
+): RecordsSnapshot | null {
+  const { profile, env, fs } = state.opts;
+  if (!profile.sessionRecords?.length) return null;
+  return snapshotSessionRecords(profile, env, sessionId, now, fs);
+}
+
+/**
+ * A request past `maxPending` of its side: not forwarded (remembering it would grow
+ * turnguard without bound), answered by turnguard at once with a retryable error.
+ */
+export function refuse(
+  state: ProxyState,
+  from: "client" | "agent",
+  id: JsonRpcId,
+  line: Uint8Array,
+): Verdict {
+  const max = state.opts.maxPending ?? DEFAULT_MAX_PENDING;
+  const message = `turnguard: too many requests in flight (${max}); this one was not forwarded`;
+  state.log(`refused ${from} request ${idKey(id)}: ${max} requests in flight`);
+  const answer = encodeResponse(
+    errorResponse(id, message, overloadData(message)),
+    idLexemeOf(line, id),
+    lineEnding(line),
+  );
+  (from === "client" ? state.toClient : state.toAgent).inject(answer);
+  return DROP;
+}
+
+/** The client answered the agent's request `id`: its session's silence clock restarts. */
+export function clientAnswered(state: ProxyState, id: JsonRpcId, now: number): void {
+  const request = state.agentPending.take(id);
+  const turn = request?.sessionId ? state.turns.forSession(request.sessionId) : undefined;
+  if (turn) turn.lastActivityAt = now;
+}
