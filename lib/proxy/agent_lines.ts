@@ -3,7 +3,6 @@
  * tracks its requests to the client, and ends a turn when the agent answers its prompt
  * (the turn's end decides what the client gets in place of that answer).
  */
-import { Buffer } from "node:buffer";
 import {
   idKey,
   type JsonRpcId,
@@ -25,7 +24,7 @@ import {
   TOO_DEEP,
   TOO_LONG,
 } from "./long_lines.ts";
-import { DROP, type LineReader, PASS, type Verdict } from "./relay.ts";
+import { DROP, hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
 import type { SilenceWatch } from "./silence.ts";
 import { injectReply, type ProxyState } from "./state.ts";
 import { refuse } from "./tracking.ts";
@@ -36,11 +35,7 @@ import {
   sessionIdInPrefix,
 } from "./turns.ts";
 
-const ID_KEY = Buffer.from('"id"');
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-}
+const ID_KEY = new TextEncoder().encode('"id"');
 
 /** Reads the agent's lines (a LineReader for the agent → client pump). */
 export class AgentLines implements LineReader {
@@ -72,13 +67,17 @@ export class AgentLines implements LineReader {
     return this.#update(bytes, start, end, this.#chunkNow ??= this.#state.now());
   }
 
+  /**
+   * A complete agent line: folded into its turn and passed, or, the answer to a turn's
+   * prompt, replaced by what the turn's end sends.
+   */
   line(line: Uint8Array): Verdict {
     const state = this.#state;
     // Cheap pre-checks: a canonical session/update is known by its first bytes; any other
     // line without an `"id"` key is a notification (or not JSON-RPC). Notifications only
     // matter while a turn runs.
     if (this.#update(line, 0, line.length, state.now())) return PASS;
-    if (state.turns.size === 0 && asBuffer(line).indexOf(ID_KEY) === -1) return PASS;
+    if (state.turns.size === 0 && !hasBytes(line, ID_KEY)) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#opaque(message, line);
     if (!message) {

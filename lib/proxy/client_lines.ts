@@ -3,7 +3,6 @@
  * turn), its cancels and its answers to the agent's requests; every line passes as it is
  * unless refused past the in-flight cap.
  */
-import { Buffer } from "node:buffer";
 import {
   type Message,
   type Opaque,
@@ -21,18 +20,14 @@ import {
   TOO_DEEP,
   TOO_LONG,
 } from "./long_lines.ts";
-import { type LineReader, PASS, type Verdict } from "./relay.ts";
+import { hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
 import type { RetryQueue } from "./retries.ts";
 import type { ProxyState } from "./state.ts";
 import { clientAnswered, refuse, startTurn } from "./tracking.ts";
 import type { TurnEndSteps } from "./turn_end.ts";
 import { sessionIdInPrefix } from "./turns.ts";
 
-const METHOD_KEY = Buffer.from('"method"');
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-}
+const METHOD_KEY = new TextEncoder().encode('"method"');
 
 /** Reads the client's lines (a LineReader for the client → agent pump). */
 export class ClientLines implements LineReader {
@@ -48,11 +43,12 @@ export class ClientLines implements LineReader {
     this.#retries = retries;
   }
 
+  /** A complete client line: tracked for what it means, and passed (or refused). */
   line(line: Uint8Array): Verdict {
     const state = this.#state;
     // A line without a `"method"` key is a response (or not JSON-RPC): it only matters
     // while the agent waits on the client.
-    if (state.agentPending.size === 0 && asBuffer(line).indexOf(METHOD_KEY) === -1) return PASS;
+    if (state.agentPending.size === 0 && !hasBytes(line, METHOD_KEY)) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#opaque(message, line);
     if (!message) {

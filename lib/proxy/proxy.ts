@@ -121,6 +121,7 @@ class Proxy {
     this.#fromAgent = new LineSplitter(limit);
   }
 
+  /** Relays until the agent exited and everything it said went out; `stopEarly`: see runProxy. */
   async run(stopEarly: () => void = () => {}): Promise<ProxyResult> {
     const state = this.#state;
     const { opts, child, guard } = state;

@@ -3,6 +3,7 @@
  * looked at, and forwards the bytes, untouched lines as views of the chunk (a chunk costs
  * one or two writes, not one per line). What a look decides about a line is a Verdict.
  */
+import { Buffer } from "node:buffer";
 import { errorText } from "../errors.ts";
 import { joinBytes, type LineSplitter, type Segment } from "../acp/lines.ts";
 import type { LineOutput } from "./output.ts";
@@ -20,6 +21,14 @@ export type Verdict =
 export const PASS: Verdict = null;
 /** The line is dropped. */
 export const DROP: Verdict = { replace: null };
+
+/** Whether `needle` occurs in `line` (a cheap look before a line is parsed). */
+export function hasBytes(line: Uint8Array, needle: Uint8Array): boolean {
+  const bytes = Buffer.isBuffer(line)
+    ? line
+    : Buffer.from(line.buffer, line.byteOffset, line.length);
+  return bytes.indexOf(needle) !== -1;
+}
 
 /** Pieces of one chunk are copied into one write up to this size, written apart beyond. */
 const JOIN_MAX_BYTES = 16 * 1024;

@@ -1,0 +1,102 @@
+/**
+ * The byte relay (lib/proxy/relay.ts): lines pass untouched in as few writes as the chunk
+ * allows, a reader's verdict replaces, drops or defers a line in its place, and a reader
+ * that throws costs nothing but one stderr line.
+ */
+import { describe, expect, test } from "bun:test";
+import { LineSplitter } from "../../../lib/acp/lines.ts";
+import { LineOutput } from "../../../lib/proxy/output.ts";
+import {
+  drain,
+  DROP,
+  Guard,
+  hasBytes,
+  type LineReader,
+  PASS,
+  pump,
+} from "../../../lib/proxy/relay.ts";
+import { dec, enc } from "../../helpers/units.ts";
+
+/** A sink that keeps every write apart. */
+function sink() {
+  const writes: string[] = [];
+  return {
+    writes,
+    write: (b: Uint8Array) => (writes.push(dec(b)), true),
+    end: () => {},
+    on: () => {},
+  };
+}
+
+function relay(reader: LineReader, chunks: string[], limit = 1024) {
+  const s = sink();
+  const out = new LineOutput(s);
+  const said: string[] = [];
+  const guard = new Guard({ write: (l: string) => said.push(l) });
+  const splitter = new LineSplitter(limit);
+  for (const c of chunks) pump(splitter, enc(c), out, reader, guard);
+  drain(splitter, out, reader, guard);
+  return { writes: s.writes, said, out };
+}
+
+describe("pump", () => {
+  test("untouched lines of a chunk leave in one write; a replaced line in its place", () => {
+    const { writes } = relay({
+      line: (l) => dec(l).startsWith("b") ? { replace: enc("B\n") } : PASS,
+    }, ["a1\na2\nb\nc1\nc2\n"]);
+    expect(writes).toEqual(["a1\na2\n", "B\n", "c1\nc2\n"]);
+  });
+
+  test("a dropped line is gone; a line decided later keeps its place", async () => {
+    let release: (b: Uint8Array) => void = () => {};
+    const later = new Promise<Uint8Array | null>((r) => release = r);
+    const { writes, out } = relay({
+      line: (l) => dec(l) === "x\n" ? DROP : dec(l) === "y\n" ? { later } : PASS,
+    }, ["a\nx\ny\n", "z\n"]);
+    expect(writes).toEqual(["a\n"]);
+    release(enc("Y\n"));
+    await out.flushed();
+    expect(writes).toEqual(["a\n", "Y\n", "z\n"]);
+  });
+
+  test("quick passes a line by its offsets; passing sees a long line's pieces", () => {
+    const seen: string[] = [];
+    const { writes } = relay(
+      {
+        line: (l) => (seen.push(`line ${dec(l).trim()}`), PASS),
+        quick: (b, start, end) => dec(b.subarray(start, end)).startsWith("q"),
+        passing: (piece, end) => void seen.push(`piece ${dec(piece)} ${end}`),
+      },
+      ["q1\nlonglong", "long\nn\n"],
+      4,
+    );
+    expect(seen).toEqual([
+      "piece longlong false",
+      "piece long\n true",
+      "line n",
+    ]);
+    expect(writes.join("")).toBe("q1\nlonglonglong\nn\n");
+  });
+
+  test("a reader that throws: the line passes, said once on stderr", () => {
+    const { writes, said } = relay({
+      line: () => {
+        throw new Error("boom");
+      },
+    }, ["a\nb\n"]);
+    expect(writes.join("")).toBe("a\nb\n");
+    expect(said).toEqual(["turnguard: reading a line failed (boom); it passed through unread\n"]);
+  });
+
+  test("drain: the last line without a newline is read too", () => {
+    const seen: string[] = [];
+    const { writes } = relay({ line: (l) => (seen.push(dec(l)), PASS) }, ["a\nb"]);
+    expect([seen, writes.join("")]).toEqual([["a\n", "b"], "a\nb"]);
+  });
+});
+
+test("hasBytes finds a key anywhere in the line", () => {
+  expect(hasBytes(enc('{"id":1}'), enc('"id"'))).toBe(true);
+  expect(hasBytes(enc('{"method":"x"}'), enc('"id"'))).toBe(false);
+  expect(hasBytes(enc('xx{"id":1}').subarray(2), enc('"id"'))).toBe(true);
+});
