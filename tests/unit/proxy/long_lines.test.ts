@@ -4,7 +4,13 @@
  */
 import { describe, expect, test } from "bun:test";
 import { PREFIX_BYTES } from "../../../lib/acp/prefix.ts";
-import { idLexemeOf, keepPrefix, newLong, prefixKind } from "../../../lib/proxy/long_lines.ts";
+import {
+  idLexemeOf,
+  keepPrefix,
+  newLong,
+  type PrefixKind,
+  prefixKind,
+} from "../../../lib/proxy/long_lines.ts";
 import { enc } from "../../helpers/units.ts";
 
 describe("keepPrefix", () => {
@@ -31,7 +37,7 @@ describe("keepPrefix", () => {
   });
 });
 
-test.each([
+test.each<[string, PrefixKind]>([
   ['{"id":1,"result":', { kind: "response", id: 1, isError: false }],
   ['{"method":"session/update","params":', { kind: "other" }],
   ['{"id":1,"method":"session/prompt"', {

@@ -7,15 +7,15 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
-import { buildClassifier } from "../lib/cause/classifier.ts";
-import type { Outcome } from "../lib/core/outcome.ts";
-import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
-import type { TurnEndSteps } from "../lib/proxy/turn_end.ts";
-import type { FallbackRunner, FallbackSpec } from "../lib/publish/fallback.ts";
-import type { PublishContext } from "../lib/publish/engine.ts";
-import { publishSettings } from "../lib/publish/settings.ts";
-import { TurnRecorder } from "../lib/retry/turn_recorder.ts";
-import type { JournalRecord } from "../lib/journal/records.ts";
+import { buildClassifier } from "../../lib/cause/classifier.ts";
+import type { Outcome } from "../../lib/core/outcome.ts";
+import { type ProxyOptions, runProxy } from "../../lib/proxy/proxy.ts";
+import type { TurnEndSteps } from "../../lib/proxy/turn_end.ts";
+import type { FallbackRunner, FallbackSpec } from "../../lib/publish/fallback.ts";
+import type { PublishContext } from "../../lib/publish/engine.ts";
+import { publishSettings } from "../../lib/publish/settings.ts";
+import { TurnRecorder } from "../../lib/retry/turn_recorder.ts";
+import type { JournalRecord } from "../../lib/journal/records.ts";
 import {
   AGENT,
   BUN,
@@ -24,7 +24,7 @@ import {
   scratch,
   startProxy,
   testEnv,
-} from "./fixtures/acp/harness.ts";
+} from "../fixtures/acp/harness.ts";
 
 // Real processes on a shared 2-core machine: give each test room.
 setDefaultTimeout(30_000);

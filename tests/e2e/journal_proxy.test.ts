@@ -7,15 +7,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { readJournal } from "../lib/journal/reader.ts";
-import { JournalWriter } from "../lib/journal/writer.ts";
-import { type ProxyOptions, runProxy } from "../lib/proxy/proxy.ts";
-import type { TurnEndSteps } from "../lib/proxy/turn_end.ts";
-import { loadRegistry, profileClassifier, selectProfile } from "../lib/config/registry.ts";
-import { TurnRecorder } from "../lib/retry/turn_recorder.ts";
-import type { JournalRecord } from "../lib/journal/records.ts";
-import { RetryWaits } from "../lib/retry/waits.ts";
-import { BUN, ROOT, turnguard } from "./helpers/cli.ts";
+import { readJournal } from "../../lib/journal/reader.ts";
+import { JournalWriter } from "../../lib/journal/writer.ts";
+import { type ProxyOptions, runProxy } from "../../lib/proxy/proxy.ts";
+import type { TurnEndSteps } from "../../lib/proxy/turn_end.ts";
+import { loadRegistry, profileClassifier, selectProfile } from "../../lib/config/registry.ts";
+import { TurnRecorder } from "../../lib/retry/turn_recorder.ts";
+import type { JournalRecord } from "../../lib/journal/records.ts";
+import { RetryWaits } from "../../lib/retry/waits.ts";
+import { BUN, ROOT, turnguard } from "../helpers/cli.ts";
 
 const AGENT = join(ROOT, "tests", "fixtures", "acp", "agent.ts");
 
