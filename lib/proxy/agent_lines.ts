@@ -5,6 +5,7 @@
  */
 import {
   idKey,
+  isObject,
   type JsonRpcId,
   type Message,
   type Opaque,
@@ -90,7 +91,7 @@ export class AgentLines implements LineReader {
         if (message.method !== "session/update") return PASS;
         const sessionId = sessionIdOf(message.params);
         const turn = sessionId !== null ? state.turns.forSession(sessionId) : undefined;
-        if (turn) observeUpdate(turn, (message.params as Record<string, unknown>).update, now);
+        if (turn && isObject(message.params)) observeUpdate(turn, message.params.update, now);
         return PASS;
       }
       case "request": {

@@ -4,6 +4,7 @@
  * unless refused past the in-flight cap.
  */
 import {
+  isObject,
   type Message,
   type Opaque,
   parseBatch,
@@ -152,7 +153,7 @@ export class ClientLines implements LineReader {
     state.clientPending.add(message.id, message.method, sessionId, idLexeme);
     if (message.method === "session/prompt" && sessionId !== null) {
       this.#retries.stopSession(sessionId, "a new prompt came in the session");
-      const meta = readMeta ? (message.params as Record<string, unknown>)._meta : undefined;
+      const meta = readMeta && isObject(message.params) ? message.params._meta : undefined;
       startTurn(state, this.#steps, { id: message.id, sessionId, line, idLexeme, meta }, now);
     }
     return PASS;
