@@ -15,6 +15,13 @@ const LF = 0x0a;
  */
 export const HIGH_WATER = 4 * 1024 * 1024;
 
+/**
+ * Bytes of turnguard's own lines handed over while the sink was full (since it last
+ * drained) above which the peer is flooding without reading: its source is paused
+ * (`onOwnPressure`). A peer that reads never gets near it.
+ */
+export const OWN_HIGH_WATER = 1024 * 1024;
+
 type Entry = { bytes: Uint8Array | null; ready: boolean };
 
 /** An ordered, line-aware writer over one Writable. */
@@ -30,13 +37,25 @@ export class LineOutput {
   #paused = false;
   #idle: (() => void)[] = [];
   #broken = false;
+  /** Bytes of turnguard's own lines put in while the sink was full or the queue waited. */
+  #ownWhileFull = 0;
+  #ownPaused = false;
 
-  /** `onPressure(true)` asks to pause the source; `onPressure(false)` to resume it. */
-  constructor(sink: ByteSink, readonly onPressure: (pause: boolean) => void = () => {}) {
+  /**
+   * `onPressure(true)` asks to pause the source whose bytes this writes; `onPressure(false)`
+   * to resume it. `onOwnPressure` does the same for the peer this writes to, when
+   * turnguard's own answers to it pile up (OWN_HIGH_WATER).
+   */
+  constructor(
+    sink: ByteSink,
+    readonly onPressure: (pause: boolean) => void = () => {},
+    readonly onOwnPressure: (pause: boolean) => void = () => {},
+  ) {
     this.#sink = sink;
     sink.on("drain", () => {
       this.#sinkFull = false;
       this.#unflushed = 0;
+      this.#ownWhileFull = 0;
       this.#pressure();
       this.#notifyIdle();
     });
@@ -89,8 +108,12 @@ export class LineOutput {
 
   /** Sends one of turnguard's own complete lines at the next line boundary. */
   inject(line: Uint8Array): void {
+    if (this.#sinkFull || this.#queue.length > 0 || this.#waiting.length > 0) {
+      this.#ownWhileFull += line.length;
+    }
     if (this.#atBoundary) this.#enqueue({ bytes: line, ready: true });
     else this.#waiting.push(line);
+    this.#pressure();
   }
 
   /**
@@ -166,6 +189,11 @@ export class LineOutput {
     if (pause !== this.#paused) {
       this.#paused = pause;
       this.onPressure(pause);
+    }
+    const own = !this.#broken && this.#ownWhileFull > OWN_HIGH_WATER;
+    if (own !== this.#ownPaused) {
+      this.#ownPaused = own;
+      this.onOwnPressure(own);
     }
   }
 }

@@ -22,7 +22,7 @@ import { TurnFinisher } from "./finish.ts";
 import { Lifecycle } from "./lifecycle.ts";
 import { DEFAULT_MAX_PENDING, type ProxyOptions, type ProxyResult } from "./options.ts";
 import { LineOutput } from "./output.ts";
-import { drain, Guard, pump } from "./relay.ts";
+import { drain, Guard, pump, SourceHold } from "./relay.ts";
 import { RetryQueue } from "./retries.ts";
 import { SilenceWatch } from "./silence.ts";
 import type { ProxyState } from "./state.ts";
@@ -81,6 +81,8 @@ class Proxy {
     const input = this.#input = byteSource(opts.input);
     const max = opts.maxPending ?? DEFAULT_MAX_PENDING;
     const steps = opts.turnEnd ?? {};
+    const clientHold = new SourceHold(input);
+    const agentHold = new SourceHold(child.stdout);
     const state: ProxyState = this.#state = {
       opts,
       child,
@@ -89,14 +91,16 @@ class Proxy {
         if (opts.verbose) opts.stderr.write(`turnguard: ${line}\n`);
       },
       guard: new Guard(opts.stderr),
-      toAgent: new LineOutput(child.stdin, (pause) => {
-        if (pause) input.pause();
-        else if (!state.agentGone) input.resume();
-      }),
-      toClient: new LineOutput(opts.output, (pause) => {
-        if (pause) child.stdout.pause();
-        else child.stdout.resume();
-      }),
+      toAgent: new LineOutput(
+        child.stdin,
+        (full) => clientHold.set("agent", full, !state.agentGone),
+        (full) => agentHold.set("its own answers", full),
+      ),
+      toClient: new LineOutput(
+        opts.output,
+        (full) => agentHold.set("client", full),
+        (full) => clientHold.set("its own answers", full, !state.agentGone),
+      ),
       turns: new Turns(),
       clientPending: new PendingRequests(max),
       agentPending: new PendingRequests(max),

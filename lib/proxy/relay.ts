@@ -30,6 +30,27 @@ export function hasBytes(line: Uint8Array, needle: Uint8Array): boolean {
   return bytes.indexOf(needle) !== -1;
 }
 
+/**
+ * A source paused while any of its reasons holds: the output it feeds is full, or
+ * turnguard's own answers to it (a request refused past the in-flight cap) pile up in the
+ * output back to it, because it floods requests and does not read (LineOutput's
+ * `onOwnPressure`).
+ */
+export class SourceHold {
+  #full = new Set<string>();
+  constructor(readonly source: { pause(): void; resume(): void }) {}
+
+  /** Reason `which` holds (`full`) or no longer does; `mayResume` false keeps it paused. */
+  set(which: string, full: boolean, mayResume = true): void {
+    const wasHeld = this.#full.size > 0;
+    if (full) this.#full.add(which);
+    else this.#full.delete(which);
+    const held = this.#full.size > 0;
+    if (held && !wasHeld) this.source.pause();
+    else if (!held && wasHeld && mayResume) this.source.resume();
+  }
+}
+
 /** Pieces of one chunk are copied into one write up to this size, written apart beyond. */
 const JOIN_MAX_BYTES = 16 * 1024;
 

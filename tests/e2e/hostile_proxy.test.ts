@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { errorCause } from "../../lib/cause/error_cause.ts";
 import { buildClassifier } from "../../lib/cause/classifier.ts";
 import { readMessage } from "../../lib/acp/jsonrpc.ts";
@@ -590,6 +590,98 @@ describe("requests in flight are bounded per direction", () => {
     const all = lines(p.out()).map(errorOf);
     expect(all.length).toBe(CAP + OVER);
     expect(new Set(all.map((r) => r.id)).size).toBe(CAP + OVER);
+  });
+
+  test("client: one that floods requests and never reads is paused, not buffered; then all are answered", async () => {
+    // The client's output is never read until the end: each write waits for the reader.
+    const taken: Buffer[] = [];
+    let reading = false;
+    const parked: (() => void)[] = [];
+    const output = new Writable({
+      highWaterMark: 64 * 1024,
+      write(chunk: Buffer, _enc, done) {
+        taken.push(chunk);
+        if (reading) done();
+        else parked.push(done);
+      },
+    });
+    const input = new PassThrough({ highWaterMark: 64 * 1024 });
+    const running = runProxy({
+      command: "sh",
+      args: ["-c", "cat >/dev/null"],
+      profile: { name: "fake", match: [], logs: [], logFormat: "plain", anchors: null },
+      classifier: buildClassifier([]),
+      env: process.env,
+      input,
+      output,
+      stderr: new PassThrough(),
+      forwardSignals: false,
+      maxPending: CAP,
+    });
+    // About 20 MiB of answers for the overflow, far past what turnguard keeps for a peer.
+    const FLOOD = 150_000;
+    let id = 1;
+    const flood = async () => {
+      while (id <= FLOOD) {
+        if (!input.write(request(id++))) {
+          // Still not taken a moment later: turnguard stopped reading the client.
+          const drained = await Promise.race([
+            new Promise<boolean>((r) => input.once("drain", () => r(true))),
+            new Promise<boolean>((r) => setTimeout(() => r(false), 1500)),
+          ]);
+          if (!drained) return;
+        }
+      }
+    };
+    await flood();
+    expect(id).toBeLessThan(FLOOD);
+    // The answers held for the client (in the stream's buffer) are bounded, not the flood's.
+    expect(output.writableLength).toBeLessThan(8 * 1024 * 1024);
+    // The client reads again: turnguard resumes, and every request gets exactly one answer.
+    reading = true;
+    for (const done of parked.splice(0)) done();
+    await flood();
+    input.end();
+    expect((await running).exitCode).toBe(0);
+    const all = lines(Buffer.concat(taken).toString()).map(errorOf);
+    expect(all.length).toBe(FLOOD);
+    expect(new Set(all.map((r) => r.id)).size).toBe(FLOOD);
+  });
+
+  test("agent: one that floods requests and never reads is paused, not buffered", async () => {
+    const s = scratch();
+    const agent = join(s.dir, "flood_agent.js");
+    const progress = join(s.dir, "progress");
+    // Asks 150 000 times (its writes block when nobody reads them), never reads its stdin,
+    // and notes how far it got; stops at a SIGTERM (the proxy's grace after the client left).
+    writeFileSync(
+      agent,
+      `const fs = require("node:fs");
+let id = 1;
+function more() {
+  while (id <= 150000) {
+    const line = JSON.stringify({ jsonrpc: "2.0", id, method: "fs/read", params: {} }) + "\\n";
+    id++;
+    if (!process.stdout.write(line)) {
+      fs.writeFileSync(${JSON.stringify(progress)}, String(id));
+      return process.stdout.once("drain", more);
+    }
+  }
+  fs.writeFileSync(${JSON.stringify(progress)}, "all");
+}
+more();
+setInterval(() => {}, 1000);
+`,
+    );
+    const p = inProcessProxy("node", [agent], { maxPending: CAP, graceMs: 200 });
+    // Its requests past the cap are refused to its own stdin, which it never reads: once
+    // those refusals pile up, turnguard stops reading it, so it cannot get to the end.
+    await until(() => existsSync(progress) && readFileSync(progress, "utf8") !== "");
+    await Bun.sleep(1500);
+    expect(readFileSync(progress, "utf8")).not.toBe("all");
+    p.input.end();
+    await p.running;
+    expect(lines(p.out()).length).toBeLessThanOrEqual(CAP);
   });
 
   test("agent: its requests past the cap are answered to it, not sent to the client", async () => {
