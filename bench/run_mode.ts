@@ -52,7 +52,7 @@ try {
   };
   const classifier = buildClassifier([
     ...builtinPlugins().anchors,
-    ...mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) => v.parse(AnchorSchema, a)),
+    ...mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) => v.parse(AnchorSchema(), a)),
   ]);
   const scanTimes: number[] = [];
   for (let r = 0; r < 10; r++) {

@@ -3,6 +3,7 @@
  * matcher that finds a turn's terminal cause among its inputs.
  */
 import * as v from "valibot";
+import { once } from "../once.ts";
 import { CategorySchema } from "../core/outcome.ts";
 import {
   type Anchor,
@@ -21,30 +22,32 @@ import type { Classifier } from "./classifier.ts";
 export const MAX_CAUSE_BYTES = 500;
 
 /** A declarative anchor as written in anchors.toml (`[[anchor]]`). */
-export const DeclarativeAnchorSchema = v.pipe(
-  v.strictObject({
-    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
-    literal: v.optional(v.pipe(v.string(), v.minLength(1))),
-    regex: v.optional(v.pipe(
-      v.string(),
-      v.minLength(1),
-      v.check((s) => tryRegExp(s, "") !== null, "is not a valid regular expression"),
-    )),
-    ignore_case: v.optional(v.boolean(), false),
-    priority: v.optional(v.number(), 0),
-    category: v.optional(CategorySchema),
-    code: v.optional(v.union([v.number(), v.string()])),
-    dewrap: v.optional(v.picklist(["none", "glog"]), "none"),
-    on: v.optional(v.array(v.picklist(["log", "error", "text"])), ["log"]),
-    agents: v.optional(v.array(v.string())),
-  }),
-  v.check(
-    (a) => (a.literal === undefined) !== (a.regex === undefined),
-    "an anchor needs exactly one of `literal` or `regex`",
-  ),
+export const DeclarativeAnchorSchema = once(() =>
+  v.pipe(
+    v.strictObject({
+      id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+      literal: v.optional(v.pipe(v.string(), v.minLength(1))),
+      regex: v.optional(v.pipe(
+        v.string(),
+        v.minLength(1),
+        v.check((s) => tryRegExp(s, "") !== null, "is not a valid regular expression"),
+      )),
+      ignore_case: v.optional(v.boolean(), false),
+      priority: v.optional(v.number(), 0),
+      category: v.optional(CategorySchema),
+      code: v.optional(v.union([v.number(), v.string()])),
+      dewrap: v.optional(v.picklist(["none", "glog"]), "none"),
+      on: v.optional(v.array(v.picklist(["log", "error", "text"])), ["log"]),
+      agents: v.optional(v.array(v.string())),
+    }),
+    v.check(
+      (a) => (a.literal === undefined) !== (a.regex === undefined),
+      "an anchor needs exactly one of `literal` or `regex`",
+    ),
+  )
 );
 /** A declarative anchor after validation, with defaults applied. */
-export type DeclarativeAnchor = v.InferOutput<typeof DeclarativeAnchorSchema>;
+export type DeclarativeAnchor = v.InferOutput<ReturnType<typeof DeclarativeAnchorSchema>>;
 
 function tryRegExp(source: string, flags: string): RegExp | null {
   try {
@@ -147,7 +150,7 @@ export function tryMatch(
   const hit = callPlugin(
     { name: `anchor ${anchor.id}`, origin: anchor.origin, answer: "hit" },
     () => anchor.match(input),
-    AnchorHitSchema,
+    AnchorHitSchema(),
     diagnostics,
   );
   return hit && { ...hit, cause: capUtf8(hit.cause, MAX_CAUSE_BYTES) };

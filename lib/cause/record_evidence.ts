@@ -34,7 +34,7 @@ export function readRecordEvents(
       const event = callPlugin(
         { name: `reader ${reader.id}`, origin: reader.origin, answer: "event" },
         () => reader.read(r.record),
-        RecordEventSchema,
+        RecordEventSchema(),
         diagnostics,
       );
       if (event) {

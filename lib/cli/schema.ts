@@ -10,7 +10,7 @@ export function schemaCommand(argv: string[]): number {
   const schema = {
     $id: "https://turnguard.dev/schema/outcome-v1.json",
     title: "turnguard Outcome v1",
-    ...toJsonSchema(OutcomeSchema, { errorMode: "ignore" }),
+    ...toJsonSchema(OutcomeSchema(), { errorMode: "ignore" }),
   };
   stdout.write(JSON.stringify(schema, null, 2) + "\n");
   return 0;

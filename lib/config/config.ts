@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
+import { once } from "../once.ts";
 import embeddedToml from "../../anchors.toml" with { type: "text" };
 import compiledDefaults from "./embedded_config.json" with { type: "json" };
 import { compileAnchor, DeclarativeAnchorSchema } from "../cause/anchors.ts";
@@ -19,44 +20,48 @@ import { regexRisk } from "./regex_risk.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
 
 /** An agent profile as written under `[agent.NAME]`. */
-export const ProfileSchema = v.strictObject({
-  /** Command basenames this profile is chosen for. */
-  match: v.optional(v.array(v.string())),
-  /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
-  logs: v.optional(v.array(v.string())),
-  /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
-  log_format: v.optional(v.picklist(["plain", "glog"])),
-  /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
-  anchors: v.optional(v.array(v.string())),
-  /**
-   * The agent's own per-session record files (docs/EVIDENCE.md): path patterns like
-   * `logs`, with `{session}` (or `{session:N}`, its first N characters) for the session id
-   * the agent gave on the wire; a pattern without it is an error (it would read others').
-   */
-  session_records: v.optional(v.array(v.pipe(
-    v.string(),
-    v.regex(/\{session(?::[1-9][0-9]*)?\}/, "a session_records pattern must name {session}"),
-  ))),
-  /** How long to wait, after the agent answered, for its last session records (ms). */
-  records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
-  /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
-  publish: v.optional(PublishTableSchema),
-});
+export const ProfileSchema = once(() =>
+  v.strictObject({
+    /** Command basenames this profile is chosen for. */
+    match: v.optional(v.array(v.string())),
+    /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
+    logs: v.optional(v.array(v.string())),
+    /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
+    log_format: v.optional(v.picklist(["plain", "glog"])),
+    /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
+    anchors: v.optional(v.array(v.string())),
+    /**
+     * The agent's own per-session record files (docs/EVIDENCE.md): path patterns like
+     * `logs`, with `{session}` (or `{session:N}`, its first N characters) for the session id
+     * the agent gave on the wire; a pattern without it is an error (it would read others').
+     */
+    session_records: v.optional(v.array(v.pipe(
+      v.string(),
+      v.regex(/\{session(?::[1-9][0-9]*)?\}/, "a session_records pattern must name {session}"),
+    ))),
+    /** How long to wait, after the agent answered, for its last session records (ms). */
+    records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
+    /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
+    publish: v.optional(PublishTableSchema()),
+  })
+);
 
 /** One config file: profiles, declarative anchors and code plugin paths. */
-export const ConfigFileSchema = v.strictObject({
-  plugins: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
-  /** Time each code plugin file may take to decide one turn, in milliseconds. */
-  plugin_budget_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-  /** `false`: `run` and `proxy` journal nothing (like `--no-journal`). */
-  journal: v.optional(v.boolean()),
-  agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema)),
-  anchor: v.optional(v.array(DeclarativeAnchorSchema)),
-  detector: v.optional(v.array(DeclarativeDetectorSchema)),
-  /** OTLP export of every turn's Outcome (docs/TELEMETRY.md). */
-  telemetry: v.optional(TelemetryTableSchema),
-});
-export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
+export const ConfigFileSchema = once(() =>
+  v.strictObject({
+    plugins: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+    /** Time each code plugin file may take to decide one turn, in milliseconds. */
+    plugin_budget_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    /** `false`: `run` and `proxy` journal nothing (like `--no-journal`). */
+    journal: v.optional(v.boolean()),
+    agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema())),
+    anchor: v.optional(v.array(DeclarativeAnchorSchema())),
+    detector: v.optional(v.array(DeclarativeDetectorSchema())),
+    /** OTLP export of every turn's Outcome (docs/TELEMETRY.md). */
+    telemetry: v.optional(TelemetryTableSchema()),
+  })
+);
+export type ConfigFile = v.InferOutput<ReturnType<typeof ConfigFileSchema>>;
 
 /** A resolved agent profile. */
 export interface Profile {
@@ -96,7 +101,7 @@ export function parseConfigText(path: string, source: string): ParsedConfigFile 
     }
     throw new ConfigError(path, null, null, String(err));
   }
-  const result = v.safeParse(ConfigFileSchema, raw);
+  const result = v.safeParse(ConfigFileSchema(), raw);
   if (!result.success) {
     const issue = result.issues[0];
     const keyPath: KeyStep[] = (issue.path ?? []).map((p) => p.key as KeyStep);

@@ -34,7 +34,7 @@ export function validatePluginModule(
   origin: string,
   line: number | null = null,
 ): LoadedPlugins {
-  const result = v.safeParse(PluginModuleSchema, exported);
+  const result = v.safeParse(PluginModuleSchema(), exported);
   if (!result.success) {
     const issue = result.issues[0];
     const keyPath = (issue.path ?? []).map((p) => p.key as KeyStep);

@@ -58,10 +58,10 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
   const userPath = userConfigPath(opts.configFlag, opts.env, opts.cwd);
   if (userPath) files.push(readConfigFile(userPath));
   const merged = mergeConfigs(files);
-  const declarative = merged.declarativeAnchors.map((a) => v.parse(AnchorSchema, a));
+  const declarative = merged.declarativeAnchors.map((a) => v.parse(AnchorSchema(), a));
   const pluginBudgetMs = merged.pluginBudgetMs ?? DEFAULT_PLUGIN_BUDGET_MS;
   const code = await loadCodePlugins(merged.plugins, { budgetMs: pluginBudgetMs });
-  const detectors = merged.declarativeDetectors.map((d) => v.parse(PublishDetectorSchema, d));
+  const detectors = merged.declarativeDetectors.map((d) => v.parse(PublishDetectorSchema(), d));
   const all = merge([builtinPlugins(), { anchors: declarative, detectors }, code]);
   return {
     files: merged.files,

@@ -4,44 +4,47 @@
  */
 import * as v from "valibot";
 import { OutcomeSchema } from "../core/outcome.ts";
+import { once } from "../once.ts";
 import { redactedJson } from "../text/redact.ts";
 
 /**
  * The turnguard process that owns a turn, and who that pid was: `turnguard retry` signals
  * it, `turnguard wait` checks that it still runs.
  */
-export const OwnerSchema = v.object({
-  pid: v.number(),
-  /**
-   * The owner's start time (Linux: field 22 of /proc/PID/stat), so that a later process
-   * that reuses the pid is not taken for the owner. Absent where it cannot be read.
-   */
-  pidStart: v.optional(v.string()),
-  /**
-   * Where `pid` is valid: the host's boot id and the pid namespace. A reader elsewhere
-   * (another host or container) does not look the pid up. Absent where it cannot be read.
-   */
-  pidSpace: v.optional(v.string()),
-});
+export const OwnerSchema = once(() =>
+  v.object({
+    pid: v.number(),
+    /**
+     * The owner's start time (Linux: field 22 of /proc/PID/stat), so that a later process
+     * that reuses the pid is not taken for the owner. Absent where it cannot be read.
+     */
+    pidStart: v.optional(v.string()),
+    /**
+     * Where `pid` is valid: the host's boot id and the pid namespace. A reader elsewhere
+     * (another host or container) does not look the pid up. Absent where it cannot be read.
+     */
+    pidSpace: v.optional(v.string()),
+  })
+);
 /** The owner of a turn as recorded (derived from OwnerSchema). */
-export type Owner = v.InferOutput<typeof OwnerSchema>;
+export type Owner = v.InferOutput<ReturnType<typeof OwnerSchema>>;
 
 /** Fields every record carries: when, whose, which turn, and the owning process. */
-const CommonEntries = {
+const commonEntries = () => ({
   /** ISO time the record was written. */
   ts: v.string(),
   /** The human label of the session (`--name`, else the agent profile's name). */
   name: v.string(),
   session: v.string(),
   turn: v.number(),
-  ...OwnerSchema.entries,
+  ...OwnerSchema().entries,
   /**
    * A random id the writing process drew once: with `session` and `turn` it names one turn,
    * also when a later process serves the same session id and numbers its turns from 1 again.
    * Absent in records of older versions (the owner's pid, start time and space stand in).
    */
   writer: v.optional(v.string()),
-};
+});
 
 /** Why a retry decision is final. */
 export const SettledWhySchema = v.picklist([
@@ -55,79 +58,91 @@ export const SettledWhySchema = v.picklist([
 export type SettledWhy = v.InferOutput<typeof SettledWhySchema>;
 
 /** A turn began: the client's prompt (proxy) or the command (run) was started. */
-export const TurnStartedSchema = v.object({
-  ...CommonEntries,
-  event: v.literal("turn_started"),
-  mode: v.picklist(["run", "proxy"]),
-  agent: v.string(),
-  /** The JSON-RPC id of the client's `session/prompt` (proxy); null in run mode. */
-  promptId: v.nullable(v.union([v.string(), v.number()])),
-});
+export const TurnStartedSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("turn_started"),
+    mode: v.picklist(["run", "proxy"]),
+    agent: v.string(),
+    /** The JSON-RPC id of the client's `session/prompt` (proxy); null in run mode. */
+    promptId: v.nullable(v.union([v.string(), v.number()])),
+  })
+);
 
 /** One attempt of a turn ended; `attempt` is 0 for the first try, k for the k-th retry. */
-export const TurnEndedSchema = v.object({
-  ...CommonEntries,
-  event: v.literal("turn_ended"),
-  attempt: v.number(),
-  outcome: OutcomeSchema,
-  /** The outcome's `reply.text` was cut to its first JOURNAL_REPLY_BYTES bytes. */
-  replyTruncated: v.optional(v.literal(true)),
-});
+export const TurnEndedSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("turn_ended"),
+    attempt: v.number(),
+    outcome: OutcomeSchema(),
+    /** The outcome's `reply.text` was cut to its first JOURNAL_REPLY_BYTES bytes. */
+    replyTruncated: v.optional(v.literal(true)),
+  })
+);
 
 /** Retry number `attempt` (of `of`) waits until `nextAt`; written before the failed end. */
-export const RetryScheduledSchema = v.object({
-  ...CommonEntries,
-  event: v.literal("retry_scheduled"),
-  attempt: v.number(),
-  of: v.number(),
-  afterMs: v.number(),
-  nextAt: v.string(),
-  /** What the retry waits out: `capacity`, `rate limit`, `network`, `quota`. */
-  reason: v.string(),
-});
+export const RetryScheduledSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("retry_scheduled"),
+    attempt: v.number(),
+    of: v.number(),
+    afterMs: v.number(),
+    nextAt: v.string(),
+    /** What the retry waits out: `capacity`, `rate limit`, `network`, `quota`. */
+    reason: v.string(),
+  })
+);
 
 /** Retry number `attempt` began running. */
-export const RetryStartedSchema = v.object({
-  ...CommonEntries,
-  event: v.literal("retry_started"),
-  attempt: v.number(),
-  of: v.number(),
-});
+export const RetryStartedSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("retry_started"),
+    attempt: v.number(),
+    of: v.number(),
+  })
+);
 
 /**
  * The retry decision is final. `attempt` is the last attempt that ran (0 for the first
  * try); written before that attempt's end, or when a waiting retry is stopped.
  */
-export const RetrySettledSchema = v.object({
-  ...CommonEntries,
-  event: v.literal("retry_settled"),
-  attempt: v.number(),
-  of: v.number(),
-  why: SettledWhySchema,
-  /** A readable reason: `auth: not retryable`, `retries are off`, `2 of 2 retries used`. */
-  reason: v.string(),
-});
+export const RetrySettledSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("retry_settled"),
+    attempt: v.number(),
+    of: v.number(),
+    why: SettledWhySchema,
+    /** A readable reason: `auth: not retryable`, `retries are off`, `2 of 2 retries used`. */
+    reason: v.string(),
+  })
+);
 
 /** One journal line. */
-export const JournalRecordSchema = v.variant("event", [
-  TurnStartedSchema,
-  TurnEndedSchema,
-  RetryScheduledSchema,
-  RetryStartedSchema,
-  RetrySettledSchema,
-]);
+export const JournalRecordSchema = once(() =>
+  v.variant("event", [
+    TurnStartedSchema(),
+    TurnEndedSchema(),
+    RetryScheduledSchema(),
+    RetryStartedSchema(),
+    RetrySettledSchema(),
+  ])
+);
 /** One journal line (derived from JournalRecordSchema). */
-export type JournalRecord = v.InferOutput<typeof JournalRecordSchema>;
+export type JournalRecord = v.InferOutput<ReturnType<typeof JournalRecordSchema>>;
 /** A `turn_started` record (derived from TurnStartedSchema). */
-export type TurnStarted = v.InferOutput<typeof TurnStartedSchema>;
+export type TurnStarted = v.InferOutput<ReturnType<typeof TurnStartedSchema>>;
 /** A `turn_ended` record (derived from TurnEndedSchema). */
-export type TurnEnded = v.InferOutput<typeof TurnEndedSchema>;
+export type TurnEnded = v.InferOutput<ReturnType<typeof TurnEndedSchema>>;
 /** A `retry_scheduled` record (derived from RetryScheduledSchema). */
-export type RetryScheduled = v.InferOutput<typeof RetryScheduledSchema>;
+export type RetryScheduled = v.InferOutput<ReturnType<typeof RetryScheduledSchema>>;
 /** A `retry_started` record (derived from RetryStartedSchema). */
-export type RetryStarted = v.InferOutput<typeof RetryStartedSchema>;
+export type RetryStarted = v.InferOutput<ReturnType<typeof RetryStartedSchema>>;
 /** A `retry_settled` record (derived from RetrySettledSchema). */
-export type RetrySettled = v.InferOutput<typeof RetrySettledSchema>;
+export type RetrySettled = v.InferOutput<ReturnType<typeof RetrySettledSchema>>;
 
 /** Every line starts with this; a record glued behind a torn line is found by it. */
 const RECORD_START = '{"ts":"';
@@ -140,7 +155,7 @@ export const JOURNAL_REPLY_BYTES = 64 * 1024;
 
 /** Serializes a record as one line, `ts` first so a glued record can be found again. */
 export function formatRecord(record: JournalRecord): string {
-  const { ts, ...rest } = v.parse(JournalRecordSchema, record);
+  const { ts, ...rest } = v.parse(JournalRecordSchema(), record);
   return redactedJson({ ts, ...rest }) + "\n";
 }
 
@@ -155,7 +170,7 @@ export function parseRecordLine(line: string): ParsedLine {
   } catch (err) {
     return { error: `not JSON (${(err as Error).message.split("\n")[0]})` };
   }
-  const result = v.safeParse(JournalRecordSchema, raw);
+  const result = v.safeParse(JournalRecordSchema(), raw);
   if (result.success) return { record: result.output };
   const issue = result.issues[0];
   const path = (issue.path ?? []).map((p) => String(p.key)).join(".");

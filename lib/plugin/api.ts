@@ -4,19 +4,22 @@
  * default-exports `{ anchors?: [...], detectors?: [...], readers?: [...] }`; the helpers below only add types.
  */
 import * as v from "valibot";
+import { once } from "../once.ts";
 import { CategorySchema } from "../core/outcome.ts";
 
 /** What an anchor can look at: one log line, one JSON-RPC error object, or a streamed text. */
-export const AnchorInputSchema = v.variant("kind", [
-  v.object({ kind: v.literal("log"), line: v.string() }),
-  v.object({
-    kind: v.literal("error"),
-    error: v.object({ code: v.unknown(), message: v.unknown(), data: v.optional(v.unknown()) }),
-  }),
-  v.object({ kind: v.literal("text"), text: v.string() }),
-]);
+export const AnchorInputSchema = once(() =>
+  v.variant("kind", [
+    v.object({ kind: v.literal("log"), line: v.string() }),
+    v.object({
+      kind: v.literal("error"),
+      error: v.object({ code: v.unknown(), message: v.unknown(), data: v.optional(v.unknown()) }),
+    }),
+    v.object({ kind: v.literal("text"), text: v.string() }),
+  ])
+);
 /** One input an anchor is called with (see AnchorInputSchema). */
-export type AnchorInput = v.InferOutput<typeof AnchorInputSchema>;
+export type AnchorInput = v.InferOutput<ReturnType<typeof AnchorInputSchema>>;
 /** The kinds of input an anchor declares it handles. */
 export type AnchorInputKind = AnchorInput["kind"];
 
@@ -30,79 +33,89 @@ const badAt = (issue: v.BaseIssue<unknown>) =>
  * retry hint is checked here, once, so a hint that is no time (`at: "tomorrow"`,
  * `afterMs: NaN`) makes the hit invalid (a diagnostic) instead of reaching the outcome.
  */
-export const AnchorHitSchema = v.object({
-  cause: v.pipe(v.string(), v.minLength(1)),
-  category: v.optional(CategorySchema),
-  code: v.optional(v.union([v.number(), v.string()])),
-  retry: v.optional(v.object({
-    /** Milliseconds until a retry may work. */
-    afterMs: v.optional(
-      v.pipe(v.number(badAfterMs), v.finite(badAfterMs), v.minValue(0, badAfterMs)),
-    ),
-    /** When a retry may work; an ISO 8601 timestamp that Date.parse reads. */
-    at: v.optional(v.pipe(
-      v.string(badAt),
-      v.isoTimestamp(badAt),
-      v.check((at) => !Number.isNaN(Date.parse(at)), badAt),
-    )),
-    reason: v.optional(v.string()),
-  })),
-});
+export const AnchorHitSchema = once(() =>
+  v.object({
+    cause: v.pipe(v.string(), v.minLength(1)),
+    category: v.optional(CategorySchema),
+    code: v.optional(v.union([v.number(), v.string()])),
+    retry: v.optional(v.object({
+      /** Milliseconds until a retry may work. */
+      afterMs: v.optional(
+        v.pipe(v.number(badAfterMs), v.finite(badAfterMs), v.minValue(0, badAfterMs)),
+      ),
+      /** When a retry may work; an ISO 8601 timestamp that Date.parse reads. */
+      at: v.optional(v.pipe(
+        v.string(badAt),
+        v.isoTimestamp(badAt),
+        v.check((at) => !Number.isNaN(Date.parse(at)), badAt),
+      )),
+      reason: v.optional(v.string()),
+    })),
+  })
+);
 /** What an anchor's `match` returns when it matches (see AnchorHitSchema). */
-export type AnchorHit = v.InferOutput<typeof AnchorHitSchema>;
+export type AnchorHit = v.InferOutput<ReturnType<typeof AnchorHitSchema>>;
 
 const fn = <T extends (...args: never[]) => unknown>(message: string) =>
   v.custom<T>((value) => typeof value === "function", message);
 
 /** An anchor plugin: finds the terminal cause of a failed turn in one kind of input. */
-export const AnchorSchema = v.strictObject({
-  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
-  /** Higher wins when several anchors match the same turn. */
-  priority: v.optional(v.number(), 0),
-  /** Agent profiles this anchor is for; absent means every profile. */
-  agents: v.optional(v.array(v.string())),
-  on: v.pipe(v.array(v.picklist(["log", "error", "text"])), v.minLength(1)),
-  match: fn<(input: AnchorInput) => AnchorHit | null | undefined>("match must be a function"),
-  /** Where the anchor came from, for messages (filled in by the loader). */
-  origin: v.optional(v.string()),
-});
+export const AnchorSchema = once(() =>
+  v.strictObject({
+    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    /** Higher wins when several anchors match the same turn. */
+    priority: v.optional(v.number(), 0),
+    /** Agent profiles this anchor is for; absent means every profile. */
+    agents: v.optional(v.array(v.string())),
+    on: v.pipe(v.array(v.picklist(["log", "error", "text"])), v.minLength(1)),
+    match: fn<(input: AnchorInput) => AnchorHit | null | undefined>("match must be a function"),
+    /** Where the anchor came from, for messages (filled in by the loader). */
+    origin: v.optional(v.string()),
+  })
+);
 /** An anchor as a plugin writes it (see AnchorSchema). */
-export type Anchor = v.InferInput<typeof AnchorSchema>;
+export type Anchor = v.InferInput<ReturnType<typeof AnchorSchema>>;
 /** An anchor after validation, with defaults applied. */
-export type LoadedAnchor = v.InferOutput<typeof AnchorSchema>;
+export type LoadedAnchor = v.InferOutput<ReturnType<typeof AnchorSchema>>;
 
 /** A tool call's merged state, joined by toolCallId across tool_call and tool_call_update. */
-export const ToolCallStateSchema = v.looseObject({
-  toolCallId: v.string(),
-  title: v.optional(v.nullable(v.string())),
-  kind: v.optional(v.nullable(v.string())),
-  status: v.optional(v.nullable(v.string())),
-  rawInput: v.optional(v.unknown()),
-  rawOutput: v.optional(v.unknown()),
-  content: v.optional(v.unknown()),
-  _meta: v.optional(v.unknown()),
-});
+export const ToolCallStateSchema = once(() =>
+  v.looseObject({
+    toolCallId: v.string(),
+    title: v.optional(v.nullable(v.string())),
+    kind: v.optional(v.nullable(v.string())),
+    status: v.optional(v.nullable(v.string())),
+    rawInput: v.optional(v.unknown()),
+    rawOutput: v.optional(v.unknown()),
+    content: v.optional(v.unknown()),
+    _meta: v.optional(v.unknown()),
+  })
+);
 /** A tool call's merged state as a detector sees it (see ToolCallStateSchema). */
-export type ToolCallState = v.InferOutput<typeof ToolCallStateSchema>;
+export type ToolCallState = v.InferOutput<ReturnType<typeof ToolCallStateSchema>>;
 
 /** What a detector says of a tool call it recognises as a publish. */
-export const DetectionSchema = v.object({
-  publish: v.boolean(),
-  channel: v.optional(v.nullable(v.string())),
-});
+export const DetectionSchema = once(() =>
+  v.object({
+    publish: v.boolean(),
+    channel: v.optional(v.nullable(v.string())),
+  })
+);
 /** What a detector's `detect` returns for a publish (see DetectionSchema). */
-export type Detection = v.InferOutput<typeof DetectionSchema>;
+export type Detection = v.InferOutput<ReturnType<typeof DetectionSchema>>;
 
 /** A publish detector plugin: tells whether a tool call published the turn's reply. */
-export const PublishDetectorSchema = v.strictObject({
-  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
-  detect: fn<(call: ToolCallState) => Detection | null | undefined>("detect must be a function"),
-  origin: v.optional(v.string()),
-});
+export const PublishDetectorSchema = once(() =>
+  v.strictObject({
+    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    detect: fn<(call: ToolCallState) => Detection | null | undefined>("detect must be a function"),
+    origin: v.optional(v.string()),
+  })
+);
 /** A publish detector as a plugin writes it (see PublishDetectorSchema). */
-export type PublishDetector = v.InferInput<typeof PublishDetectorSchema>;
+export type PublishDetector = v.InferInput<ReturnType<typeof PublishDetectorSchema>>;
 /** A publish detector after validation. */
-export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
+export type LoadedPublishDetector = v.InferOutput<ReturnType<typeof PublishDetectorSchema>>;
 
 /**
  * What a record reader says of one record of an agent's session file (docs/EVIDENCE.md):
@@ -120,51 +133,57 @@ export type LoadedPublishDetector = v.InferOutput<typeof PublishDetectorSchema>;
  *   excluded): output counted while the agent recorded no content from the response (no
  *   `reply` between it and the previous `usage` or the prompt) is an answer the agent dropped.
  */
-export const RecordEventSchema = v.variant("kind", [
-  v.object({ kind: v.literal("prompt"), answerFirst: v.optional(v.boolean()) }),
-  v.object({
-    kind: v.literal("error"),
-    cause: v.pipe(v.string(), v.minLength(1)),
-    category: v.optional(CategorySchema),
-    code: v.optional(v.union([v.number(), v.string()])),
-    retrying: v.optional(v.boolean()),
-  }),
-  v.object({
-    kind: v.literal("stop"),
-    stopReason: v.picklist(["max_tokens", "refusal"]),
-    cause: v.optional(v.string()),
-  }),
-  v.object({ kind: v.literal("reply"), final: v.boolean(), text: v.optional(v.string()) }),
-  v.object({ kind: v.literal("aborted"), cause: v.pipe(v.string(), v.minLength(1)) }),
-  v.object({ kind: v.literal("usage"), output: v.pipe(v.number(), v.minValue(0)) }),
-]);
+export const RecordEventSchema = once(() =>
+  v.variant("kind", [
+    v.object({ kind: v.literal("prompt"), answerFirst: v.optional(v.boolean()) }),
+    v.object({
+      kind: v.literal("error"),
+      cause: v.pipe(v.string(), v.minLength(1)),
+      category: v.optional(CategorySchema),
+      code: v.optional(v.union([v.number(), v.string()])),
+      retrying: v.optional(v.boolean()),
+    }),
+    v.object({
+      kind: v.literal("stop"),
+      stopReason: v.picklist(["max_tokens", "refusal"]),
+      cause: v.optional(v.string()),
+    }),
+    v.object({ kind: v.literal("reply"), final: v.boolean(), text: v.optional(v.string()) }),
+    v.object({ kind: v.literal("aborted"), cause: v.pipe(v.string(), v.minLength(1)) }),
+    v.object({ kind: v.literal("usage"), output: v.pipe(v.number(), v.minValue(0)) }),
+  ])
+);
 /** What a record reader's `read` returns for a record it understands. */
-export type RecordEvent = v.InferOutput<typeof RecordEventSchema>;
+export type RecordEvent = v.InferOutput<ReturnType<typeof RecordEventSchema>>;
 
 /**
  * A record reader plugin: reads one record (a parsed JSON line) of an agent's session file
  * and says what it shows of the turn (RecordEventSchema), or nothing.
  */
-export const RecordReaderSchema = v.strictObject({
-  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
-  /** Agent profiles this reader is for; absent means every profile. */
-  agents: v.optional(v.array(v.string())),
-  read: fn<(record: unknown) => RecordEvent | null | undefined>("read must be a function"),
-  origin: v.optional(v.string()),
-});
+export const RecordReaderSchema = once(() =>
+  v.strictObject({
+    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    /** Agent profiles this reader is for; absent means every profile. */
+    agents: v.optional(v.array(v.string())),
+    read: fn<(record: unknown) => RecordEvent | null | undefined>("read must be a function"),
+    origin: v.optional(v.string()),
+  })
+);
 /** A record reader as a plugin writes it (see RecordReaderSchema). */
-export type RecordReader = v.InferInput<typeof RecordReaderSchema>;
+export type RecordReader = v.InferInput<ReturnType<typeof RecordReaderSchema>>;
 /** A record reader after validation. */
-export type LoadedRecordReader = v.InferOutput<typeof RecordReaderSchema>;
+export type LoadedRecordReader = v.InferOutput<ReturnType<typeof RecordReaderSchema>>;
 
 /** The shape every plugin module's default export must have. */
-export const PluginModuleSchema = v.strictObject({
-  anchors: v.optional(v.array(AnchorSchema), []),
-  detectors: v.optional(v.array(PublishDetectorSchema), []),
-  readers: v.optional(v.array(RecordReaderSchema), []),
-});
+export const PluginModuleSchema = once(() =>
+  v.strictObject({
+    anchors: v.optional(v.array(AnchorSchema()), []),
+    detectors: v.optional(v.array(PublishDetectorSchema()), []),
+    readers: v.optional(v.array(RecordReaderSchema()), []),
+  })
+);
 /** A plugin module's default export as written (see PluginModuleSchema). */
-export type PluginModule = v.InferInput<typeof PluginModuleSchema>;
+export type PluginModule = v.InferInput<ReturnType<typeof PluginModuleSchema>>;
 
 /** Typed identity helper for anchor authors. */
 export function defineAnchor(anchor: Anchor): Anchor {

@@ -4,6 +4,7 @@
  * plugins use.
  */
 import * as v from "valibot";
+import { once } from "../once.ts";
 import { definePublishDetector, type PublishDetector } from "../plugin/api.ts";
 import { detectCommand, type PublishCommandSpec } from "./commands.ts";
 import { parseShell, programName } from "./shell_words.ts";
@@ -17,20 +18,22 @@ function prefixWords(command: string): string[] | null {
 }
 
 /** `[[detector]]` as written in anchors.toml. */
-export const DeclarativeDetectorSchema = v.strictObject({
-  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
-  /** The program and subcommand words a publish starts with, e.g. `"slack-post send"`. */
-  command: v.pipe(
-    v.string(),
-    v.check((s) => prefixWords(s) !== null, "must be one command: a program and its words"),
-  ),
-  /** Flags whose value is the channel (default `["--channel"]`). */
-  channel_flags: v.optional(
-    v.array(v.pipe(v.string(), v.regex(/^-/, "a flag starts with -"))),
-    ["--channel"],
-  ),
-});
-export type DeclarativeDetector = v.InferOutput<typeof DeclarativeDetectorSchema>;
+export const DeclarativeDetectorSchema = once(() =>
+  v.strictObject({
+    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    /** The program and subcommand words a publish starts with, e.g. `"slack-post send"`. */
+    command: v.pipe(
+      v.string(),
+      v.check((s) => prefixWords(s) !== null, "must be one command: a program and its words"),
+    ),
+    /** Flags whose value is the channel (default `["--channel"]`). */
+    channel_flags: v.optional(
+      v.array(v.pipe(v.string(), v.regex(/^-/, "a flag starts with -"))),
+      ["--channel"],
+    ),
+  })
+);
+export type DeclarativeDetector = v.InferOutput<ReturnType<typeof DeclarativeDetectorSchema>>;
 
 /** Compiles a `[[detector]]` table into a plugin detector. */
 export function compileDetector(decl: DeclarativeDetector, origin?: string): PublishDetector {

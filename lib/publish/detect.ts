@@ -28,7 +28,7 @@ export function runDetector(
   const detection = callPlugin(
     { name: `publish: detector ${detector.id}`, origin: detector.origin, answer: "detection" },
     () => detector.detect(call),
-    DetectionSchema,
+    DetectionSchema(),
     diagnostics,
   );
   return detection?.publish ? detection : null;

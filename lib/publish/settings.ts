@@ -5,32 +5,37 @@
  * `--publish-fallback`.
  */
 import * as v from "valibot";
+import { once } from "../once.ts";
 import { UsageError } from "../errors.ts";
 import type { LoadedPublishDetector } from "../plugin/api.ts";
 import { placeholdersIn, VAR_NAME } from "./vars.ts";
 
-const ID = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -"));
+const ID = once(() =>
+  v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -"))
+);
 
 /** `[agent.NAME.publish]` as written in anchors.toml. */
-export const PublishTableSchema = v.strictObject({
-  /** Arm the fallback for this profile (default false; `--publish-fallback` arms it too). */
-  armed: v.optional(v.boolean()),
-  /** Detector ids that recognise a publish (default `["buzz"]`). */
-  detectors: v.optional(v.pipe(v.array(ID), v.minLength(1, "name at least one detector"))),
-  /** The fallback command as an argv array with `{placeholders}`; never run by a shell. */
-  command: v.optional(v.pipe(
-    v.array(v.string()),
-    v.minLength(1, "the command needs at least the program"),
-    v.check((argv) => argv[0] !== "", "the program (first element) must not be empty"),
-  )),
-  /** Write the reply to the command's stdin (default: true unless it uses `{text}`). */
-  stdin: v.optional(v.boolean()),
-  /** How long the fallback may run before it is killed (default 30000). */
-  timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600_000))),
-  /** The turn variable that holds the reply's channel (default `channel`). */
-  channel_var: v.optional(v.pipe(v.string(), v.regex(VAR_NAME, "must be a variable name"))),
-});
-export type PublishTable = v.InferOutput<typeof PublishTableSchema>;
+export const PublishTableSchema = once(() =>
+  v.strictObject({
+    /** Arm the fallback for this profile (default false; `--publish-fallback` arms it too). */
+    armed: v.optional(v.boolean()),
+    /** Detector ids that recognise a publish (default `["buzz"]`). */
+    detectors: v.optional(v.pipe(v.array(ID()), v.minLength(1, "name at least one detector"))),
+    /** The fallback command as an argv array with `{placeholders}`; never run by a shell. */
+    command: v.optional(v.pipe(
+      v.array(v.string()),
+      v.minLength(1, "the command needs at least the program"),
+      v.check((argv) => argv[0] !== "", "the program (first element) must not be empty"),
+    )),
+    /** Write the reply to the command's stdin (default: true unless it uses `{text}`). */
+    stdin: v.optional(v.boolean()),
+    /** How long the fallback may run before it is killed (default 30000). */
+    timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600_000))),
+    /** The turn variable that holds the reply's channel (default `channel`). */
+    channel_var: v.optional(v.pipe(v.string(), v.regex(VAR_NAME, "must be a variable name"))),
+  })
+);
+export type PublishTable = v.InferOutput<ReturnType<typeof PublishTableSchema>>;
 
 /** The default fallback: the buzz bridge's own publish command, threaded to the prompt. */
 export const DEFAULT_PUBLISH_COMMAND: readonly string[] = [

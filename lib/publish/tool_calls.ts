@@ -36,7 +36,7 @@ export function mergeToolCall(
     if (STRING_FIELDS.has(key) && typeof value !== "string") continue;
     next[key] = value;
   }
-  return v.parse(ToolCallStateSchema, next);
+  return v.parse(ToolCallStateSchema(), next);
 }
 
 /**

@@ -4,6 +4,7 @@
  * nothing here loads the OpenTelemetry packages (lib/telemetry/otel.ts does, on demand).
  */
 import * as v from "valibot";
+import { once } from "../once.ts";
 import { redact } from "../text/redact.ts";
 
 /** Milliseconds the process may wait at exit for the last records to reach the collector. */
@@ -20,41 +21,45 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
   gemini: "gcp.gemini",
 };
 
-const Url = v.pipe(
-  v.string(),
-  v.url("expected an http(s) URL"),
-  v.regex(/^https?:/i, "expected an http(s) URL"),
+const Url = once(() =>
+  v.pipe(
+    v.string(),
+    v.url("expected an http(s) URL"),
+    v.regex(/^https?:/i, "expected an http(s) URL"),
+  )
 );
 
 /** `[telemetry]` as written in a config file (docs/TELEMETRY.md). */
-export const TelemetryTableSchema = v.strictObject({
-  /** false: never export, whatever the environment says; true: export (default endpoint). */
-  enabled: v.optional(v.boolean()),
-  /** Base OTLP/HTTP URL; `/v1/traces` and `/v1/logs` are appended. */
-  endpoint: v.optional(Url),
-  /** Full URL for spans (used as is). */
-  traces_endpoint: v.optional(Url),
-  /** Full URL for log records (used as is). */
-  logs_endpoint: v.optional(Url),
-  /** Extra HTTP headers sent with every export (e.g. an API key). */
-  headers: v.optional(v.record(v.string(), v.string())),
-  /** `service.name` of the resource (default `turnguard`). */
-  service_name: v.optional(v.pipe(v.string(), v.minLength(1))),
-  /** More resource attributes (`deployment.environment.name = "ci"`). */
-  resource_attributes: v.optional(v.record(v.string(), v.string())),
-  /** Which signals to send (default both). */
-  signals: v.optional(v.array(v.picklist(["traces", "logs"]))),
-  /** `gen_ai.provider.name` per agent profile, over the built-in ones (`agy = "gcp.gemini"`). */
-  providers: v.optional(v.record(v.string(), v.pipe(v.string(), v.minLength(1)))),
-  /** Export the reply text (redacted) too; off by default. */
-  include_reply: v.optional(v.boolean()),
-  /** How long exit may wait for the last records, in milliseconds (default 1000). */
-  flush_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(60000))),
-  /** Records queued per signal before new ones are dropped (default 2048). */
-  queue_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
-});
+export const TelemetryTableSchema = once(() =>
+  v.strictObject({
+    /** false: never export, whatever the environment says; true: export (default endpoint). */
+    enabled: v.optional(v.boolean()),
+    /** Base OTLP/HTTP URL; `/v1/traces` and `/v1/logs` are appended. */
+    endpoint: v.optional(Url()),
+    /** Full URL for spans (used as is). */
+    traces_endpoint: v.optional(Url()),
+    /** Full URL for log records (used as is). */
+    logs_endpoint: v.optional(Url()),
+    /** Extra HTTP headers sent with every export (e.g. an API key). */
+    headers: v.optional(v.record(v.string(), v.string())),
+    /** `service.name` of the resource (default `turnguard`). */
+    service_name: v.optional(v.pipe(v.string(), v.minLength(1))),
+    /** More resource attributes (`deployment.environment.name = "ci"`). */
+    resource_attributes: v.optional(v.record(v.string(), v.string())),
+    /** Which signals to send (default both). */
+    signals: v.optional(v.array(v.picklist(["traces", "logs"]))),
+    /** `gen_ai.provider.name` per agent profile, over the built-in ones (`agy = "gcp.gemini"`). */
+    providers: v.optional(v.record(v.string(), v.pipe(v.string(), v.minLength(1)))),
+    /** Export the reply text (redacted) too; off by default. */
+    include_reply: v.optional(v.boolean()),
+    /** How long exit may wait for the last records, in milliseconds (default 1000). */
+    flush_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(60000))),
+    /** Records queued per signal before new ones are dropped (default 2048). */
+    queue_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
+  })
+);
 /** The `[telemetry]` table of a config file. */
-export type TelemetryTable = v.InferOutput<typeof TelemetryTableSchema>;
+export type TelemetryTable = v.InferOutput<ReturnType<typeof TelemetryTableSchema>>;
 
 /** Where one signal goes. */
 export interface SignalTarget {

@@ -208,7 +208,7 @@ describe("check: a regex that may take exponential time", () => {
 
 describe("explain (pure)", () => {
   const anchor = (id: string, priority: number) =>
-    v.parse(AnchorSchema, {
+    v.parse(AnchorSchema(), {
       id,
       priority,
       on: ["text"],
@@ -235,7 +235,7 @@ describe("explain (pure)", () => {
   test("each anchor is called once, and a failed one is not the winner", () => {
     const calls: string[] = [];
     const counting = (id: string, priority: number, answer: () => unknown) =>
-      v.parse(AnchorSchema, {
+      v.parse(AnchorSchema(), {
         id,
         priority,
         on: ["text"],
@@ -266,7 +266,7 @@ describe("explain (pure)", () => {
   test("pickWinner over per-input findings equals findCause over all the inputs", () => {
     const anchors = buildClassifier([
       anchor("a", 1), // matches any "x"
-      v.parse(AnchorSchema, {
+      v.parse(AnchorSchema(), {
         id: "y",
         priority: 5,
         on: ["text"],

@@ -182,7 +182,7 @@ describe("plugins that fail while a turn is decided", () => {
         "hi",
       ], d);
       expect(r.code).toBe(1);
-      const outcome = v.parse(OutcomeSchema, JSON.parse(r.stdout));
+      const outcome = v.parse(OutcomeSchema(), JSON.parse(r.stdout));
       expect(outcome.status).toBe("failed");
       expect(outcome.error?.anchor).toBe("user.good");
       expect(outcome.error?.message).toBe("gateway says: quota");
@@ -219,7 +219,7 @@ describe("plugins that fail while a turn is decided", () => {
       "hi",
     ], { env: { ...env(), FAKE_AGY: "stderr-fail" }, cwd: d });
     expect(r.code).toBe(3);
-    const outcome = v.parse(OutcomeSchema, JSON.parse(r.stdout));
+    const outcome = v.parse(OutcomeSchema(), JSON.parse(r.stdout));
     expect(outcome.error?.category).toBe("auth");
     // Stopped once while the log was scanned; skipped, not run again, for the stderr.
     expect(outcome.diagnostics.filter((x) => x.includes("user.loops"))).toEqual([

@@ -38,7 +38,7 @@ describe("turnguard run with a fake agy", () => {
       env: env(),
     });
     expect(r.code).toBe(1);
-    const outcome = v.parse(OutcomeSchema, JSON.parse(r.stdout));
+    const outcome = v.parse(OutcomeSchema(), JSON.parse(r.stdout));
     expect(r.stdout.trim().split("\n")).toHaveLength(1);
     expect(outcome.status).toBe("failed");
     expect(outcome.mode).toBe("run");
@@ -62,7 +62,7 @@ describe("turnguard run with a fake agy", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("hi there\n");
     expect(r.stderr).toBe("");
-    const outcome = v.parse(OutcomeSchema, JSON.parse(readFileSync(file, "utf8")));
+    const outcome = v.parse(OutcomeSchema(), JSON.parse(readFileSync(file, "utf8")));
     expect(outcome.status).toBe("ok");
     expect(outcome.reply).toEqual({ chars: 9, text: "hi there\n" });
   });

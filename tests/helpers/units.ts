@@ -34,7 +34,7 @@ export function testTurn(keepText: TextKeeping = "reply"): Turn {
 /** A classifier of anchors made here, with generic categories, so the tests own them. */
 export function testClassifier(): Classifier {
   const decl = (o: Record<string, unknown>) =>
-    v.parse(AnchorSchema, compileAnchor(v.parse(DeclarativeAnchorSchema, o)));
+    v.parse(AnchorSchema(), compileAnchor(v.parse(DeclarativeAnchorSchema(), o)));
   return buildClassifier([
     decl({
       id: "t.quota",
@@ -54,7 +54,7 @@ export function testClassifier(): Classifier {
     }),
     decl({ id: "t.log", literal: "agent executor error:", priority: 300 }),
     v.parse(
-      AnchorSchema,
+      AnchorSchema(),
       defineAnchor({
         id: "t.pack",
         priority: 200,

@@ -15,7 +15,7 @@ const ROOT = join(import.meta.dirname ?? ".", "..", "..");
  * `main.ts`) may import only its own files and units of lower layers.
  */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["lib/text", "lib/errors.ts", "lib/version.ts", "lib/types"],
+  ["lib/text", "lib/errors.ts", "lib/version.ts", "lib/once.ts", "lib/types"],
   ["lib/io"],
   ["lib/acp"],
   ["lib/core"],

@@ -14,10 +14,10 @@ import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { utf8Length } from "../../../lib/text/text.ts";
 
 const decl = (o: Record<string, unknown>): LoadedAnchor =>
-  v.parse(AnchorSchema, compileAnchor(v.parse(DeclarativeAnchorSchema, o)));
+  v.parse(AnchorSchema(), compileAnchor(v.parse(DeclarativeAnchorSchema(), o)));
 
 const agy = mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) =>
-  v.parse(AnchorSchema, a)
+  v.parse(AnchorSchema(), a)
 );
 const log = (...lines: string[]) => lines.map((line) => ({ kind: "log" as const, line }));
 const Q =
@@ -115,13 +115,13 @@ describe("declarative anchors", () => {
     120_000,
   );
   test("exactly one of literal or regex; invalid regex rejected", () => {
-    expect(v.safeParse(DeclarativeAnchorSchema, { id: "a" }).success).toBe(false);
-    expect(v.safeParse(DeclarativeAnchorSchema, { id: "a", literal: "x", regex: "y" }).success)
+    expect(v.safeParse(DeclarativeAnchorSchema(), { id: "a" }).success).toBe(false);
+    expect(v.safeParse(DeclarativeAnchorSchema(), { id: "a", literal: "x", regex: "y" }).success)
       .toBe(false);
-    expect(v.safeParse(DeclarativeAnchorSchema, { id: "a", regex: "(" }).success).toBe(false);
+    expect(v.safeParse(DeclarativeAnchorSchema(), { id: "a", regex: "(" }).success).toBe(false);
   });
   test("a throwing anchor becomes a diagnostic and the others still run", () => {
-    const bad = v.parse(AnchorSchema, {
+    const bad = v.parse(AnchorSchema(), {
       id: "bad",
       priority: 99,
       on: ["log"],

@@ -21,7 +21,7 @@ import { takeSnapshot } from "../../../lib/cause/snapshot.ts";
 
 const classifier = buildClassifier([
   ...builtinPlugins().anchors,
-  ...mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) => v.parse(AnchorSchema, a)),
+  ...mergeConfigs([embeddedConfig()]).declarativeAnchors.map((a) => v.parse(AnchorSchema(), a)),
 ]);
 const ERR =
   "E0707 08:34:23.910604  84 log.go:398] agent executor error: model unreachable: RESOURCE_EXHAUSTED (code 429): Individual quota reached. Resets in 40h52m46s.";

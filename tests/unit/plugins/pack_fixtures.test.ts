@@ -25,7 +25,7 @@ const CaseSchema = v.strictObject({
   agent: v.optional(v.string()),
   /** The clock of this case, when its reset time is absolute (default NOW). */
   now: v.optional(v.pipe(v.string(), v.isoTimestamp())),
-  input: AnchorInputSchema,
+  input: AnchorInputSchema(),
   expect: v.strictObject({
     anchor: v.string(),
     category: v.string(),
@@ -40,7 +40,7 @@ const CaseSchema = v.strictObject({
 const config = mergeConfigs([embeddedConfig()]);
 const all = merge([
   builtinPlugins(),
-  { anchors: config.declarativeAnchors.map((a) => v.parse(AnchorSchema, a)), detectors: [] },
+  { anchors: config.declarativeAnchors.map((a) => v.parse(AnchorSchema(), a)), detectors: [] },
 ]).anchors;
 const adHoc = { name: "other", match: [], logs: [], logFormat: "plain" as const, anchors: null };
 

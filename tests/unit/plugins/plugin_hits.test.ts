@@ -37,7 +37,7 @@ const PLUGINS = {
 };
 
 const inProcess = (retry: unknown) =>
-  v.parse(AnchorSchema, { id: "h", on: ["log"], match: () => ({ cause: "c", retry }) });
+  v.parse(AnchorSchema(), { id: "h", on: ["log"], match: () => ({ cause: "c", retry }) });
 
 describe("AnchorHitSchema through tryMatch", () => {
   const bad: Array<[Record<string, unknown>, string]> = [
@@ -119,7 +119,7 @@ describe("a turn whose code plugin gives a bad retry hint", () => {
         cwd: home,
       });
       expect(r.code).toBe(1);
-      const outcome = v.parse(OutcomeSchema, JSON.parse(r.stdout));
+      const outcome = v.parse(OutcomeSchema(), JSON.parse(r.stdout));
       expect(outcome.status).toBe("failed");
       expect(outcome.error?.anchor).toBe("agy.executor");
       expect(outcome.retry?.afterMs).toBe(147166000);
