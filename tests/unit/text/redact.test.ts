@@ -135,6 +135,39 @@ describe("redact: the secret corpus", () => {
   });
 });
 
+describe("redact: the quick look before the rules", () => {
+  /** The rules applied one by one, as `redact` does after its look for their literals. */
+  const everyRule = (text: string) =>
+    SECRET_RULES.reduce((out, r) => out.replace(r.pattern, r.replace), text);
+
+  test("redact gives what every rule gives, on every secret shape and its neighbours", () => {
+    const texts = [
+      ...CORPUS.flatMap(([, secret]) => [secret, secret.toLowerCase(), secret.toUpperCase()]),
+      "CREDENTIALS: abcd1234efgh",
+      "my_credential=abcd1234efgh",
+      "client-SECRET = abcd1234efgh",
+      "PASSWD:abcd1234efgh",
+      "Proxy-Authorization: token abcd1234efgh",
+      "API-KEY=abcd1234efgh",
+      "apikey: abcd1234efgh",
+      "refresh_token=abcd1234efgh",
+      "ID-TOKEN=abcd1234efgh",
+      "BEARER abcd1234efgh",
+      "HTTPS://bob:hunter22@example.com/x",
+      "git+ssh://bob:hunter22@example.com/x",
+      "error: invalid key sk-",
+      "error: invalid key AIza…",
+      "error: invalid key github_pat_...",
+      "xoxr-",
+      "ASIA",
+    ];
+    for (const text of texts) {
+      expect(redact(text)).toBe(everyRule(text));
+      expect(redact(`a ${text} b`)).toBe(everyRule(`a ${text} b`));
+    }
+  });
+});
+
 describe("redact and escapeControls: linear on pathological input", () => {
   const MB = 1024 * 1024;
   const inputs: [string, string][] = [
