@@ -11,6 +11,7 @@ import {
   AnchorHitSchema,
   type AnchorInput,
   defineAnchor,
+  IdSchema,
   type LoadedAnchor,
 } from "../plugin/api.ts";
 import { capUtf8, classifiedHead, dewrapGlog, oneLine } from "../text/text.ts";
@@ -25,7 +26,7 @@ export const MAX_CAUSE_BYTES = 500;
 export const DeclarativeAnchorSchema = once(() =>
   v.pipe(
     v.strictObject({
-      id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+      id: IdSchema(),
       literal: v.optional(v.pipe(v.string(), v.minLength(1))),
       regex: v.optional(v.pipe(
         v.string(),
@@ -37,7 +38,13 @@ export const DeclarativeAnchorSchema = once(() =>
       category: v.optional(CategorySchema),
       code: v.optional(v.union([v.number(), v.string()])),
       dewrap: v.optional(v.picklist(["none", "glog"]), "none"),
-      on: v.optional(v.array(v.picklist(["log", "error", "text"])), ["log"]),
+      on: v.optional(
+        v.pipe(
+          v.array(v.picklist(["log", "error", "text"])),
+          v.minLength(1, "name at least one of log, error, text"),
+        ),
+        ["log"],
+      ),
       agents: v.optional(v.array(v.string())),
     }),
     v.check(

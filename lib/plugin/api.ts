@@ -7,6 +7,11 @@ import * as v from "valibot";
 import { once } from "../once.ts";
 import { CategorySchema } from "../core/outcome.ts";
 
+/** The id of an anchor, detector or record reader, in plugins and config files alike. */
+export const IdSchema = once(() =>
+  v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -"))
+);
+
 /** What an anchor can look at: one log line, one JSON-RPC error object, or a streamed text. */
 export const AnchorInputSchema = once(() =>
   v.variant("kind", [
@@ -62,7 +67,7 @@ const fn = <T extends (...args: never[]) => unknown>(message: string) =>
 /** An anchor plugin: finds the terminal cause of a failed turn in one kind of input. */
 export const AnchorSchema = once(() =>
   v.strictObject({
-    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    id: IdSchema(),
     /** Higher wins when several anchors match the same turn. */
     priority: v.optional(v.number(), 0),
     /** Agent profiles this anchor is for; absent means every profile. */
@@ -107,7 +112,7 @@ export type Detection = v.InferOutput<ReturnType<typeof DetectionSchema>>;
 /** A publish detector plugin: tells whether a tool call published the turn's reply. */
 export const PublishDetectorSchema = once(() =>
   v.strictObject({
-    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    id: IdSchema(),
     detect: fn<(call: ToolCallState) => Detection | null | undefined>("detect must be a function"),
     origin: v.optional(v.string()),
   })
@@ -162,7 +167,7 @@ export type RecordEvent = v.InferOutput<ReturnType<typeof RecordEventSchema>>;
  */
 export const RecordReaderSchema = once(() =>
   v.strictObject({
-    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    id: IdSchema(),
     /** Agent profiles this reader is for; absent means every profile. */
     agents: v.optional(v.array(v.string())),
     read: fn<(record: unknown) => RecordEvent | null | undefined>("read must be a function"),

@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { once } from "../once.ts";
-import { definePublishDetector, type PublishDetector } from "../plugin/api.ts";
+import { definePublishDetector, IdSchema, type PublishDetector } from "../plugin/api.ts";
 import { detectCommand, type PublishCommandSpec } from "./commands.ts";
 import { parseShell, programName } from "./shell_words.ts";
 
@@ -20,7 +20,7 @@ function prefixWords(command: string): string[] | null {
 /** `[[detector]]` as written in anchors.toml. */
 export const DeclarativeDetectorSchema = once(() =>
   v.strictObject({
-    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -")),
+    id: IdSchema(),
     /** The program and subcommand words a publish starts with, e.g. `"slack-post send"`. */
     command: v.pipe(
       v.string(),

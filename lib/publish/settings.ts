@@ -7,12 +7,8 @@
 import * as v from "valibot";
 import { once } from "../once.ts";
 import { UsageError } from "../errors.ts";
-import type { LoadedPublishDetector } from "../plugin/api.ts";
+import { IdSchema, type LoadedPublishDetector } from "../plugin/api.ts";
 import { placeholdersIn, VAR_NAME } from "./vars.ts";
-
-const ID = once(() =>
-  v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]+$/, "id must be letters, digits, . _ : -"))
-);
 
 /** `[agent.NAME.publish]` as written in anchors.toml. */
 export const PublishTableSchema = once(() =>
@@ -20,7 +16,9 @@ export const PublishTableSchema = once(() =>
     /** Arm the fallback for this profile (default false; `--publish-fallback` arms it too). */
     armed: v.optional(v.boolean()),
     /** Detector ids that recognise a publish (default `["buzz"]`). */
-    detectors: v.optional(v.pipe(v.array(ID()), v.minLength(1, "name at least one detector"))),
+    detectors: v.optional(
+      v.pipe(v.array(IdSchema()), v.minLength(1, "name at least one detector")),
+    ),
     /** The fallback command as an argv array with `{placeholders}`; never run by a shell. */
     command: v.optional(v.pipe(
       v.array(v.string()),

@@ -8,7 +8,8 @@ import {
 } from "../../../lib/cause/anchors.ts";
 import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { classify } from "../../../lib/cause/classify.ts";
-import { embeddedConfig, mergeConfigs } from "../../../lib/config/config.ts";
+import { embeddedConfig, mergeConfigs, parseConfigText } from "../../../lib/config/config.ts";
+import { ConfigError } from "../../../lib/errors.ts";
 import { AnchorSchema, type LoadedAnchor } from "../../../lib/plugin/api.ts";
 import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { utf8Length } from "../../../lib/text/text.ts";
@@ -119,6 +120,18 @@ describe("declarative anchors", () => {
     expect(v.safeParse(DeclarativeAnchorSchema(), { id: "a", literal: "x", regex: "y" }).success)
       .toBe(false);
     expect(v.safeParse(DeclarativeAnchorSchema(), { id: "a", regex: "(" }).success).toBe(false);
+  });
+  test("an anchor that looks nowhere (`on = []`) is a config error naming file, line and key", () => {
+    let error: unknown;
+    try {
+      parseConfigText("/u/a.toml", '[[anchor]]\nid = "a"\nliteral = "x"\non = []\n');
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toBe(
+      "/u/a.toml:4: anchor[0].on: name at least one of log, error, text",
+    );
   });
   test("a throwing anchor becomes a diagnostic and the others still run", () => {
     const bad = v.parse(AnchorSchema(), {
