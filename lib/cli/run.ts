@@ -1,5 +1,5 @@
 /**
- * `turnguard run`: the command-line shell around lib/run.ts. Journals the turn and, with
+ * `turnguard run`: the command-line shell around lib/run/run.ts. Journals the turn and, with
  * `--retries`, runs the command again after a retryable failure that wrote nothing.
  */
 import { resolve } from "node:path";
