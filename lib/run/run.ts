@@ -6,8 +6,8 @@ import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { classify, timeoutCause } from "../cause/classify.ts";
 import type { Profile } from "../config/config.ts";
-import { type Cause, decide, type TurnFacts } from "../core/decide.ts";
-import { buildOutcome } from "../core/build_outcome.ts";
+import { type Cause, decide, type Decision, type TurnFacts } from "../core/decide.ts";
+import { buildOutcome, type OutcomeParts } from "../core/build_outcome.ts";
 import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
@@ -256,17 +256,11 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       `stdout was ${outBytes} bytes; reply.text keeps its first ${REPLY_CAPTURE_BYTES} (reply.capped)`,
     );
   }
-  const outcome = buildOutcome({
-    mode: "run",
-    agent: opts.profile.name,
-    session: null,
-    turn: opts.turn ?? 1,
+  const outcome = runOutcome(opts, {
     startedAt,
     endedAt,
-    stopReason: null,
     exit: { code: exit.code, signal: exit.signal },
     reply: { chars, text: kept.text(), ...(kept.truncated ? { capped: true } : {}) },
-    publish: null,
     diagnostics,
   }, decision);
   let exitCode = 0;
@@ -370,18 +364,29 @@ function spawnFailure(
     logCause: null,
     timeout: null,
   });
-  const outcome = buildOutcome({
+  const outcome = runOutcome(opts, {
+    startedAt,
+    endedAt,
+    exit: { code: exitCode, signal: null },
+    reply: { chars: 0, text: "" },
+    diagnostics,
+  }, decision);
+  return { outcome, exitCode, swallowed: false, stderrWasEmpty: true, readerGone: false };
+}
+
+/** A `run` turn's Outcome: one turn of the profile's agent, no session, no publish. */
+function runOutcome(
+  opts: RunOptions,
+  parts: Pick<OutcomeParts, "startedAt" | "endedAt" | "exit" | "reply" | "diagnostics">,
+  decision: Decision,
+): Outcome {
+  return buildOutcome({
     mode: "run",
     agent: opts.profile.name,
     session: null,
     turn: opts.turn ?? 1,
-    startedAt,
-    endedAt,
     stopReason: null,
-    exit: { code: exitCode, signal: null },
-    reply: { chars: 0, text: "" },
     publish: null,
-    diagnostics,
+    ...parts,
   }, decision);
-  return { outcome, exitCode, swallowed: false, stderrWasEmpty: true, readerGone: false };
 }
