@@ -163,13 +163,42 @@ function statusOf(input: AnchorInput, provider: ProviderError | null): number | 
 }
 
 /**
- * Whether a log line was logged at error level: an `ERROR`/`FATAL`/`CRITICAL` level word, a
- * glog `E`/`F` prefix (`E0302 10:15:04.123456`), or a JSON `"level": "error"`.
+ * Whether a log line was logged at error level, in the formats common loggers write:
+ * - a level word `ERROR`/`FATAL`/`CRITICAL` (log4j, Python's logging, Rust's tracing, most
+ *   text formats) or a bracketed `[error]`/`[crit]` (nginx's and Apache's error logs);
+ * - a glog `E`/`F` prefix (`E0302 10:15:04.123456`);
+ * - JSON `"level"`/`"severity"`/`"log.level"` of error, fatal, critical, alert or emergency
+ *   (winston's json format, Go's slog, Google Cloud structured logging's `severity`, the
+ *   Elastic Common Schema's `log.level`), or a numeric `"level"` of 50 or more (pino and
+ *   bunyan: error 50, fatal 60 — pinojs/pino docs/api.md "levels", trentm/node-bunyan
+ *   README "Levels");
+ * - logfmt `level=error` (go-kit, logrus, slog's text handler) or log15's `lvl=eror`/`lvl=crit`
+ *   (inconshreveable/log15 format.go);
+ * - winston's simple and cli formats, `error: message` at the start of the line, or after a
+ *   timestamp (winstonjs/logform simple.js: `${level}: ${message}`), colorized or not.
  */
 export function isErrorLine(line: string): boolean {
-  return /\b(?:ERROR|FATAL|CRITICAL)\b|^[EF]\d{4} \d\d:\d\d/.test(line) ||
-    /"(?:level|severity)"\s*:\s*"(?:error|fatal|critical)"|\blevel=(?:error|fatal)\b/i.test(line);
+  const plain = line.includes(ESC) ? line.replace(SGR, "") : line;
+  return /\b(?:ERROR|FATAL|CRITICAL)\b|^[EF]\d{4} \d\d:\d\d/.test(plain) ||
+    ERROR_LEVEL_FIELD.test(plain) || BRACKET_LEVEL.test(plain) || WINSTON_LEVEL.test(plain);
 }
+
+/** The escape that starts a terminal color code (a colorized logger's level word). */
+const ESC = String.fromCharCode(27);
+const SGR = new RegExp(`${ESC}\\[[0-9;]*m`, "g");
+
+/** A structured level field naming an error level (JSON, logfmt). */
+const ERROR_LEVEL_FIELD =
+  /"(?:level|severity|log\.level|lvl)"\s*:\s*(?:"(?:error|err|fatal|critical|crit|alert|emergency)"|[5-9]\d\b)|\b(?:level|lvl|severity)=(?:"?(?:error|err|eror|fatal|crit|critical))\b/i;
+
+/**
+ * A bracketed level (nginx's `2026/03/02 10:15:04 [error]`, Apache's `[date] [core:error]`):
+ * the first bracket of the line, or the one right after a bracketed date.
+ */
+const BRACKET_LEVEL = /^(?:[^[]*|\[[^\]]*\]\s*)\[(?:[a-z_]+:)?(?:error|crit|alert|emerg)\]/i;
+
+/** winston's `error: message`, first on the line or after a timestamp word. */
+const WINSTON_LEVEL = /^(?:\S*\d\S*\s+)?(?:error|fatal|crit):\s/;
 
 /** A log line's message: without its glog prefix, or what precedes its level word. */
 export function logMessage(line: string): string {

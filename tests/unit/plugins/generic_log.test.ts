@@ -34,6 +34,21 @@ describe("generic rules on log lines", () => {
         "E0302 10:15:04.123456 1 x.go:1] UNAVAILABLE",
         '{"level":"error","msg":"429 Too Many Requests"}',
         "ts=1 level=error msg=overloaded",
+        // pino / bunyan numeric levels: error 50, fatal 60
+        '{"level":50,"time":1,"pid":7,"msg":"429 Too Many Requests"}',
+        '{"name":"agent","level": 60,"msg":"crash"}',
+        // winston: json, simple, simple with a timestamp, colorized cli
+        '{"level":"error","message":"Request failed with status code 503"}',
+        "error: Request failed with status code 503",
+        "2026-03-02T10:15:04.000Z error: upstream connect error",
+        "\x1b[31merror\x1b[39m: upstream connect error",
+        // bracketed levels (nginx, Apache), Google Cloud severity, ECS, log15, slog text
+        "2026/03/02 10:15:04 [error] 12#0: *1 upstream timed out",
+        "[Mon Mar 02 10:15:04 2026] [core:error] [pid 7] AH00124: Request exceeded the limit",
+        '{"severity":"ERROR","message":"quota exceeded"}',
+        '{"@timestamp":"2026-03-02","log.level":"error","message":"401"}',
+        't=2026-03-02T10:15:04 lvl=eror msg="request failed"',
+        'time=2026-03-02T10:15:04Z level=ERROR msg="503 Service Unavailable"',
       ]
     ) expect({ line, error: isErrorLine(line) }).toEqual({ line, error: true });
     for (
@@ -41,6 +56,12 @@ describe("generic rules on log lines", () => {
         "2026-03-02T10:15:04Z WARN retrying after 429 Too Many Requests (error 1 of 5)",
         "W0302 10:15:04.123456 1 x.go:1] Error: RESOURCE_EXHAUSTED",
         '{"level":"info","msg":"error budget ok"}',
+        '{"level":30,"msg":"error: none"}',
+        '{"level":40,"msg":"retrying after 429"}',
+        "info: retried the error: 429 once",
+        "warn: error: will retry",
+        "2026/03/02 10:15:04 [warn] 12#0: an [error] page was served",
+        "ts=1 level=warn msg=error_rate",
       ]
     ) expect({ line, error: isErrorLine(line) }).toEqual({ line, error: false });
   });
@@ -70,6 +91,12 @@ describe("generic rules on log lines", () => {
       "generic.rate-limit",
       "backend: 429 Too Many Requests",
     ]);
+  });
+
+  test("a pino error line (level 50) of a custom agent fails the turn", async () => {
+    const r = await turn('{"level":50,"time":1,"msg":"Request failed: 503 Service Unavailable"}');
+    const o = JSON.parse(r.stdout);
+    expect([r.code, o.status, o.error.category]).toEqual([1, "failed", "capacity"]);
   });
 
   test("the same words at WARN are no cause: the turn is empty", async () => {
