@@ -7,7 +7,7 @@ import { findCause } from "./anchors.ts";
 import { attributeLines, type LogLine, splitLines } from "./attribution.ts";
 import { classify } from "./classify.ts";
 import type { Cause } from "../core/decide.ts";
-import { expandVars } from "../io/glob.ts";
+import { expandPatterns } from "../io/glob.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import type { Classifier } from "./classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
@@ -16,20 +16,27 @@ import { type Snapshot, takeSnapshot } from "./snapshot.ts";
 
 /** Where a profile's agent logs, as the log reader needs it (lib/config/config.ts's Profile). */
 export interface LogSources {
-  /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
+  /** Log path templates (lib/io/path_template.ts; `*`, `?`). */
   logs: readonly string[];
   /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
   logFormat: "plain" | "glog";
 }
 
-/** Snapshots the profile's logs before a turn starts. */
+/**
+ * Snapshots the profile's logs before a turn starts. `cwd` is the agent's working directory
+ * (`{cwd}` in a pattern); a pattern that cannot be expanded is a diagnostic.
+ */
 export function snapshotProfileLogs(
   profile: LogSources,
   env: Record<string, string | undefined>,
   now: number,
   fs: LogFs = nodeLogFs,
+  cwd: string = process.cwd(),
 ): Snapshot {
-  return takeSnapshot(profile.logs.map((p) => expandVars(p, env)), now, fs);
+  const { patterns, problems } = expandPatterns(profile.logs, { env, cwd });
+  const snapshot = takeSnapshot(patterns, now, fs);
+  snapshot.diagnostics.push(...problems);
+  return snapshot;
 }
 
 /** What the log scan found for one turn. */

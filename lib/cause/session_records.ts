@@ -6,7 +6,7 @@
  * read for what the turn appended (the log scan's bounds: lib/cause/scan.ts), one JSON record a
  * line. Where each agent writes them, and in what format: docs/EVIDENCE.md.
  */
-import { expandVars } from "../io/glob.ts";
+import { expandPatterns } from "../io/glob.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import { scanAppended } from "./scan.ts";
 import { type Snapshot, takeSnapshot } from "./snapshot.ts";
@@ -22,18 +22,17 @@ export const DEFAULT_SETTLE_MS = 100;
 /** A session id turnguard puts into a path: no separators, no glob or dot tricks. */
 const SAFE_SESSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-/** The placeholder in a `session_records` pattern: `{session}` or `{session:N}`. */
-const PLACEHOLDER = /\{session(?::([1-9][0-9]*))?\}/g;
-
 /**
- * The profile's record patterns for one session: variables expanded, `{session}` replaced
- * by the id (`{session:N}` by its first N characters). An id that cannot safely name a file
- * gives no patterns and a problem.
+ * The profile's record patterns for one session: templates expanded (lib/io/path_template.ts),
+ * `{session}` by the id (`{session:N}` by its first N characters), `{cwd}` by the session's
+ * working directory. An id that cannot safely name a file gives no patterns and a problem;
+ * so does each template that cannot be expanded.
  */
 export function recordPatterns(
   patterns: readonly string[],
   sessionId: string,
   env: Record<string, string | undefined>,
+  cwd: string = process.cwd(),
 ): { patterns: string[]; problem: string | null } {
   if (patterns.length === 0) return { patterns: [], problem: null };
   if (!SAFE_SESSION.test(sessionId) || sessionId.includes("..")) {
@@ -43,14 +42,10 @@ export function recordPatterns(
         `record file; its records were not read`,
     };
   }
+  const expanded = expandPatterns(patterns, { env, cwd, session: sessionId });
   return {
-    patterns: patterns.map((p) =>
-      expandVars(p, env).replace(
-        PLACEHOLDER,
-        (_, n: string | undefined) => n === undefined ? sessionId : sessionId.slice(0, Number(n)),
-      )
-    ),
-    problem: null,
+    patterns: expanded.patterns,
+    problem: expanded.problems.length > 0 ? expanded.problems.join("; ") : null,
   };
 }
 
@@ -67,8 +62,9 @@ export function snapshotSessionRecords(
   sessionId: string,
   now: number,
   fs: LogFs = nodeLogFs,
+  cwd: string = process.cwd(),
 ): RecordsSnapshot {
-  const { patterns, problem } = recordPatterns(profile.sessionRecords ?? [], sessionId, env);
+  const { patterns, problem } = recordPatterns(profile.sessionRecords ?? [], sessionId, env, cwd);
   const snapshot = takeSnapshot(patterns, now, fs);
   if (problem) snapshot.diagnostics.push(problem);
   return { sessionId, snapshot };

@@ -13,6 +13,9 @@ import { loadRegistry, profileAnchors, profileReaders, type Registry } from "../
 import { DEFAULT_SETTLE_MS } from "../cause/session_records.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { stdout } from "../io/stdio.ts";
+import { expandTemplate } from "../io/path_template.ts";
+import { homeDir } from "../io/env_dirs.ts";
+import { ConfigError } from "../errors.ts";
 
 /** The profile unknown commands get: no logs, every anchor not tied to an agent. */
 const OTHER: Profile = {
@@ -46,10 +49,34 @@ function patternWarnings(registry: Registry, profile: Profile): string[] {
   );
 }
 
+/**
+ * Throws a ConfigError (file, line, key) for the first path template of a profile that this
+ * environment cannot expand: a variable with no value and no default. `run` and `proxy`
+ * skip such a pattern with a diagnostic; `check` says it before any turn.
+ */
+export function checkTemplates(profile: Profile, env: Record<string, string | undefined>): void {
+  const ctx = { env, home: homeDir(env), cwd: "/", session: "s", sha256: () => "0" };
+  for (const key of ["logs", "session_records"] as const) {
+    const templates = (key === "logs" ? profile.logs : profile.sessionRecords) ?? [];
+    templates.forEach((t, i) => {
+      const { problem } = expandTemplate(t, ctx);
+      if (problem === null) return;
+      const at = profile.origins?.[key];
+      throw new ConfigError(
+        at?.path ?? "<config>",
+        at?.line ?? null,
+        `${at?.key ?? key}[${i}]`,
+        problem,
+      );
+    });
+  }
+}
+
 /** What `check --json` prints; throws the first error a command would stop on. */
-export function checkReport(registry: Registry) {
+export function checkReport(registry: Registry, env: Record<string, string | undefined>) {
   const configured = [...registry.profiles.values()];
   for (const p of configured) checkPublish(registry, p);
+  for (const p of configured) checkTemplates(p, env);
   const warnings = [
     ...registry.warnings,
     ...configured.flatMap((p) => patternWarnings(registry, p)),
@@ -136,12 +163,9 @@ export function formatCheck(report: ReturnType<typeof checkReport>, verbose = fa
 /** Runs `turnguard check ARGS` and returns the exit code. */
 export async function checkCommand(argv: string[]): Promise<number> {
   const { values } = parseOptions("check", argv, CHECK_OPTIONS);
-  const registry = await loadRegistry({
-    configFlag: values.config,
-    env: envRecord(),
-    cwd: process.cwd(),
-  });
-  const report = checkReport(registry);
+  const env = envRecord();
+  const registry = await loadRegistry({ configFlag: values.config, env, cwd: process.cwd() });
+  const report = checkReport(registry, env);
   stdout.write(
     values.json ? JSON.stringify(report) + "\n" : formatCheck(report, values.verbose === true),
   );

@@ -11,6 +11,7 @@ import embeddedToml from "../../anchors.toml" with { type: "text" };
 import compiledDefaults from "./embedded_config.json" with { type: "json" };
 import { compileAnchor, DeclarativeAnchorSchema } from "../cause/anchors.ts";
 import { absoluteDir, homeDir } from "../io/env_dirs.ts";
+import { parseTemplate, templateNeeds } from "../io/path_template.ts";
 import { ConfigError } from "../errors.ts";
 import { errCode } from "../io/logfs.ts";
 import { compileDetector, DeclarativeDetectorSchema } from "../publish/declarative.ts";
@@ -19,13 +20,48 @@ import { type TelemetryTable, TelemetryTableSchema } from "../telemetry/settings
 import { regexRisk } from "./regex_risk.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
 
+/**
+ * Why a path template cannot be used under `key`: it does not parse, `logs` names
+ * `{session}`, or `session_records` does not (it would read other sessions' files).
+ */
+export function templateProblem(template: string, key: "logs" | "session_records"): string | null {
+  try {
+    parseTemplate(template);
+    const needs = templateNeeds(template);
+    if (key === "logs" && needs.session) {
+      return "a logs pattern cannot name {session}: logs are snapshotted before the session " +
+        "is known; name the session's files in session_records";
+    }
+    if (key === "session_records" && !needs.session) {
+      return "a session_records pattern must name {session}";
+    }
+    return null;
+  } catch (err) {
+    return `${JSON.stringify(template)}: ${(err as Error).message}`;
+  }
+}
+
+/** A path template under `key`, checked by templateProblem. */
+const TemplateSchema = (key: "logs" | "session_records") =>
+  v.pipe(
+    v.string(),
+    v.check(
+      (t) => templateProblem(t, key) === null,
+      (issue) => templateProblem(String(issue.input), key) ?? "invalid path template",
+    ),
+  );
+
 /** An agent profile as written under `[agent.NAME]`. */
 export const ProfileSchema = once(() =>
   v.strictObject({
     /** Command basenames this profile is chosen for. */
     match: v.optional(v.array(v.string())),
-    /** Log path patterns (`$VAR`, `~`, `*`, `?`). */
-    logs: v.optional(v.array(v.string())),
+    /**
+     * Log path patterns (lib/io/path_template.ts: `$VAR`, `${VAR:-default}`, `~`, `{cwd}`,
+     * `{cwd:FORM}`; `*`, `?`). Not `{session}`: logs are snapshotted before a turn's session
+     * is known (print mode never knows it).
+     */
+    logs: v.optional(v.array(TemplateSchema("logs"))),
     /** `glog` lines carry the writer's pid, so a turn's lines can be told from others'. */
     log_format: v.optional(v.picklist(["plain", "glog"])),
     /** Anchor id patterns (`agy.*`) this profile uses; absent: every anchor for the profile. */
@@ -35,10 +71,7 @@ export const ProfileSchema = once(() =>
      * `logs`, with `{session}` (or `{session:N}`, its first N characters) for the session id
      * the agent gave on the wire; a pattern without it is an error (it would read others').
      */
-    session_records: v.optional(v.array(v.pipe(
-      v.string(),
-      v.regex(/\{session(?::[1-9][0-9]*)?\}/, "a session_records pattern must name {session}"),
-    ))),
+    session_records: v.optional(v.array(TemplateSchema("session_records"))),
     /** How long to wait, after the agent answered, for its last session records (ms). */
     records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
     /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
@@ -76,6 +109,15 @@ export interface Profile {
   recordsSettleMs?: number;
   /** The `publish` table, when the profile has one. */
   publish?: PublishTable;
+  /** Where `logs` and `session_records` were written (for `check`'s errors). */
+  origins?: { logs?: KeyOrigin; session_records?: KeyOrigin };
+}
+
+/** Where a key of a config file was written: file, line, key path. */
+export interface KeyOrigin {
+  path: string;
+  line: number | null;
+  key: string;
 }
 
 /** A config file after parsing, with where it came from. */
@@ -217,6 +259,13 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     journal = file.data.journal ?? journal;
     for (const [name, p] of Object.entries(file.data.agent ?? {})) {
       const prev = profiles.get(name);
+      const origin = (key: "logs" | "session_records"): KeyOrigin | undefined =>
+        p[key] === undefined ? prev?.origins?.[key] : {
+          path: file.path,
+          // The embedded defaults' templates all have defaults: no line is ever needed.
+          line: file.path === EMBEDDED_PATH ? null : keyLine(file, ["agent", name, key]),
+          key: `agent.${name}.${key}`,
+        };
       profiles.set(name, {
         name,
         match: p.match ?? prev?.match ?? [name],
@@ -226,6 +275,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         sessionRecords: p.session_records ?? prev?.sessionRecords,
         recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
         publish: p.publish ?? prev?.publish,
+        origins: { logs: origin("logs"), session_records: origin("session_records") },
       });
     }
     (file.data.anchor ?? []).forEach((decl, i) => {

@@ -1,28 +1,38 @@
 /**
- * Log path patterns: `$HOME/.gemini/antigravity-cli/log/cli-*.log`. Environment variables
- * are expanded from the given environment (so tests can point HOME anywhere) and `*`, `?`
- * match within one path segment.
+ * Log path patterns: `$HOME/.gemini/antigravity-cli/log/cli-*.log`. Templates are expanded
+ * from the given environment (so tests can point HOME anywhere) and working directory, and
+ * `*`, `?` match within one path segment.
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { errCode } from "./logfs.ts";
+import { homeDir } from "./env_dirs.ts";
+import { expandTemplate, type TemplateContext } from "./path_template.ts";
 
 /**
- * Expands `$VAR`, `${VAR}`, `${VAR:-default}` (the default, itself expanded, when VAR is
- * unset or empty: `${CODEX_HOME:-$HOME/.codex}`) and a leading `~` from `env`; unset
- * variables expand to "".
+ * A profile's path templates expanded for one turn (lib/io/path_template.ts): the ones that
+ * expand, and one problem line per template that does not (an unset variable with no
+ * default, a `{session}` not known here) — such a template is skipped, never read as if
+ * the variable were "" (`$MY_DIR/logs/*` would become `/logs/*`).
  */
-export function expandVars(pattern: string, env: Record<string, string | undefined>): string {
-  const home = env.HOME ?? "";
-  const withHome = pattern.startsWith("~/") ? home + pattern.slice(1) : pattern;
-  return withHome.replace(
-    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
-    (_, a: string | undefined, fallback: string | undefined, b: string | undefined) => {
-      const value = env[(a ?? b) as string];
-      if (fallback !== undefined && !value) return expandVars(fallback, env);
-      return value ?? "";
-    },
-  );
+export function expandPatterns(
+  templates: readonly string[],
+  ctx: Omit<TemplateContext, "home" | "sha256">,
+): { patterns: string[]; problems: string[] } {
+  const patterns: string[] = [];
+  const problems: string[] = [];
+  const full: TemplateContext = { ...ctx, home: homeDir(ctx.env), sha256: sha256Hex };
+  for (const t of templates) {
+    const { path, problem } = expandTemplate(t, full);
+    if (path !== null) patterns.push(path);
+    else problems.push(`path pattern ${problem}; not read`);
+  }
+  return { patterns, problems };
+}
+
+/** The hex SHA-256 of a text (node:crypto only when a template asks for it). */
+function sha256Hex(text: string): string {
+  return process.getBuiltinModule("node:crypto").createHash("sha256").update(text).digest("hex");
 }
 
 /** Compiles one path segment with `*` and `?` into an anchored RegExp. */

@@ -29,7 +29,7 @@ import {
   recordPatterns,
   snapshotSessionRecords,
 } from "../../../lib/cause/session_records.ts";
-import { expandVars } from "../../../lib/io/glob.ts";
+import { expandPatterns } from "../../../lib/io/glob.ts";
 import { readClaudeRecord } from "../../../plugins/claude_records.ts";
 import { readCodexRecord } from "../../../plugins/codex_records.ts";
 import { readGeminiRecord } from "../../../plugins/gemini_records.ts";
@@ -288,10 +288,12 @@ describe("session record files", () => {
     sessionRecords: patterns,
   });
   test("patterns: ${VAR:-default}, {session} and {session:N}; unsafe ids read nothing", () => {
-    expect(expandVars("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h" })).toBe("/h/.codex/s");
-    expect(expandVars("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h", CODEX_HOME: "/c" })).toBe(
+    const one = (t: string, env: Record<string, string>) =>
+      expandPatterns([t], { env, cwd: "/w" }).patterns;
+    expect(one("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h" })).toEqual(["/h/.codex/s"]);
+    expect(one("${CODEX_HOME:-$HOME/.codex}/s", { HOME: "/h", CODEX_HOME: "/c" })).toEqual([
       "/c/s",
-    );
+    ]);
     expect(
       recordPatterns(["$HOME/{session}.jsonl", "/x/s-{session:8}.jsonl"], "abcdef123456", {
         HOME: "/h",
