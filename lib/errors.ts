@@ -46,9 +46,6 @@ export class ConfigError extends TurnguardError {
   }
 }
 
-/** The agent command could not be started. */
-export class SpawnError extends TurnguardError {}
-
 /** A one-line text for any thrown value. */
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

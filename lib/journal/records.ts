@@ -133,10 +133,6 @@ export const JournalRecordSchema = once(() =>
 );
 /** One journal line (derived from JournalRecordSchema). */
 export type JournalRecord = v.InferOutput<ReturnType<typeof JournalRecordSchema>>;
-/** A `turn_started` record (derived from TurnStartedSchema). */
-export type TurnStarted = v.InferOutput<ReturnType<typeof TurnStartedSchema>>;
-/** A `turn_ended` record (derived from TurnEndedSchema). */
-export type TurnEnded = v.InferOutput<ReturnType<typeof TurnEndedSchema>>;
 /** A `retry_scheduled` record (derived from RetryScheduledSchema). */
 export type RetryScheduled = v.InferOutput<ReturnType<typeof RetryScheduledSchema>>;
 /** A `retry_started` record (derived from RetryStartedSchema). */
