@@ -26,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   scan: async () => (await import("./lib/cli/scan.ts")).scanCommand,
   check: async () => (await import("./lib/cli/check.ts")).checkCommand,
   explain: async () => (await import("./lib/cli/explain.ts")).explainCommand,
+  replay: async () => (await import("./lib/cli/replay.ts")).replayCommand,
   types: async () => (await import("./lib/cli/types.ts")).typesCommand,
   completions: async () => (await import("./lib/cli/completions.ts")).completionsCommand,
 };

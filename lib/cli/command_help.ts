@@ -146,6 +146,21 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     exit: "0 the config and every plugin load; 2 with the first error",
     example: "turnguard check --config ./turnguard.toml --verbose",
   },
+  replay: {
+    summary: "Runs a recording (proxy --record FILE) through a real proxy with your config " +
+      "and prints each turn's Outcome and why; no agent needed.",
+    usage: "turnguard replay [OPTIONS] FILE",
+    flags: {
+      agent: "the agent profile (default: the one the recording names, else by its command)",
+      config: CONFIG,
+      json: "print each Outcome as one JSON line",
+      late: "the agent's late record writes come N times as late as recorded (default: 1)",
+      verbose: "print each turn's diagnostics (why)",
+      "agent-side": "play the recording's agent side on stdio (what the proxy runs)",
+    },
+    exit: "0 the recording was replayed; 2 usage, config or recording error",
+    example: "turnguard replay --verbose turn.jsonl",
+  },
   schema: {
     summary: "Prints the JSON Schema of the Outcome (v1).",
     usage: "turnguard schema",

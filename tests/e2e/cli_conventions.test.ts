@@ -18,6 +18,7 @@ import { WAIT_OPTIONS } from "../../lib/cli/wait.ts";
 import { LOG_OPTIONS } from "../../lib/cli/log.ts";
 import { RETRY_OPTIONS } from "../../lib/cli/retry.ts";
 import { SCAN_OPTIONS } from "../../lib/cli/scan.ts";
+import { REPLAY_OPTIONS } from "../../lib/cli/replay.ts";
 import { CHECK_OPTIONS } from "../../lib/cli/check.ts";
 import { answerUnstarted, unstartedAnswers } from "../../lib/proxy/unstarted.ts";
 import { nodeSource } from "../../lib/proxy/agent_io.ts";
@@ -42,6 +43,7 @@ const TABLES: Record<string, object> = {
   scan: SCAN_OPTIONS,
   explain: SCAN_OPTIONS,
   check: CHECK_OPTIONS,
+  replay: REPLAY_OPTIONS,
   schema: {},
   types: {},
   completions: {},

@@ -17,7 +17,7 @@ const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 export const LAYERS: readonly (readonly string[])[] = [
   ["lib/text", "lib/errors.ts", "lib/version.ts", "lib/once.ts", "lib/types"],
   ["lib/io"],
-  ["lib/acp"],
+  ["lib/acp", "lib/record"],
   ["lib/core"],
   ["lib/plugin"],
   ["lib/cause"],
