@@ -71,7 +71,7 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
   };
   const apply = (to: OtelExport, e: Early) =>
     e.kind === "stopped" ? to.retryStopped(e.session, e.turn) : to.attemptEnded(e.outcome, e.end);
-  const loading = import("./otel.ts").then((m) => m.openOtelExport(settings, opts.name, dropped))
+  const loading = import("./otel.ts").then((m) => new m.OtelExport(settings, opts.name, dropped))
     .then(
       (loaded) => {
         sink = loaded;

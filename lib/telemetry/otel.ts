@@ -2,8 +2,7 @@
  * The OpenTelemetry side of turn export: tracer and logger providers with OTLP/HTTP
  * exporters (protobuf or JSON, lib/telemetry/settings.ts) behind bounded batch queues and
  * the sink (lib/telemetry/sink.ts). Only lib/telemetry/export.ts imports this module,
- * dynamically, when export is configured: `run` without telemetry never loads the SDK; the
- * exporter of the protocol in use is loaded on its own.
+ * dynamically, when export is configured: `run` without telemetry never loads the SDK.
  *
  * Each turn is one trace: its `invoke_agent AGENT` span (kind CLIENT) is the root, with the
  * turn's final status; each attempt is a child span `attempt AGENT`, sent when the attempt
@@ -20,6 +19,10 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
+import { OTLPLogExporter as JsonLogExporter } from "@opentelemetry/exporter-logs-otlp-http";
+import { OTLPLogExporter as ProtobufLogExporter } from "@opentelemetry/exporter-logs-otlp-proto";
+import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as ProtobufTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   BatchLogRecordProcessor,
@@ -73,47 +76,11 @@ interface OpenTurn {
   last: { outcome: Outcome; ctx: TurnContext };
 }
 
-/** The OTLP/HTTP exporter classes of one protocol. */
-interface ExporterClasses {
-  spans: new (config: ExporterConfig) => SpanExporter;
-  logs: new (config: ExporterConfig) => LogRecordExporter;
-}
-interface ExporterConfig {
-  url: string;
-  headers: Record<string, string>;
-  timeoutMillis: number;
-  keepAlive: boolean;
-}
-
-/** Loads the exporters of a protocol (each protocol's package is its own chunk). */
-async function exporterClasses(protocol: Protocol): Promise<ExporterClasses> {
-  if (protocol === "http/json") {
-    const [t, l] = await Promise.all([
-      import("@opentelemetry/exporter-trace-otlp-http"),
-      import("@opentelemetry/exporter-logs-otlp-http"),
-    ]);
-    return { spans: t.OTLPTraceExporter, logs: l.OTLPLogExporter };
-  }
-  const [t, l] = await Promise.all([
-    import("@opentelemetry/exporter-trace-otlp-proto"),
-    import("@opentelemetry/exporter-logs-otlp-proto"),
-  ]);
-  return { spans: t.OTLPTraceExporter, logs: l.OTLPLogExporter };
-}
-
-/** Builds the exporter of `settings`, its exporter packages loaded first. */
-export async function openOtelExport(
-  settings: TelemetrySettings,
-  name: string,
-  dropped: (why: string) => void,
-): Promise<OtelExport> {
-  const protocols = [settings.traces?.protocol, settings.logs?.protocol];
-  const wanted = [...new Set(protocols.filter((p): p is Protocol => p !== undefined))];
-  const loaded = new Map(
-    await Promise.all(wanted.map(async (p) => [p, await exporterClasses(p)] as const)),
-  );
-  return new OtelExport(settings, name, dropped, (p) => loaded.get(p)!);
-}
+/** The OTLP/HTTP exporters of each protocol. */
+const EXPORTERS = {
+  "http/protobuf": { spans: ProtobufTraceExporter, logs: ProtobufLogExporter },
+  "http/json": { spans: JsonTraceExporter, logs: JsonLogExporter },
+} as const satisfies Record<Protocol, unknown>;
 
 /** Turns attempts into spans and log records and sends them; see the module comment. */
 export class OtelExport {
@@ -130,7 +97,6 @@ export class OtelExport {
     settings: TelemetrySettings,
     name: string,
     dropped: (why: string) => void,
-    classes: (protocol: Protocol) => ExporterClasses,
   ) {
     this.#settings = settings;
     this.#name = name;
@@ -140,7 +106,7 @@ export class OtelExport {
       maxExportBatchSize: Math.min(512, settings.queueSize),
       exportTimeoutMillis: EXPORT_TIMEOUT_MS,
     };
-    const config = (target: SignalTarget): ExporterConfig => ({
+    const config = (target: SignalTarget) => ({
       url: target.url,
       headers: target.headers,
       timeoutMillis: EXPORT_TIMEOUT_MS,
@@ -155,7 +121,7 @@ export class OtelExport {
           new BatchSpanProcessor({
             ...batch,
             exporter: sinkExporter<ReadableSpan, SpanExporter>(
-              new (classes(traces.protocol).spans)(config(traces)),
+              new EXPORTERS[traces.protocol].spans(config(traces)),
               spanView,
               this.counts,
               dropped,
@@ -171,7 +137,7 @@ export class OtelExport {
           new BatchLogRecordProcessor({
             ...batch,
             exporter: sinkExporter<ReadableLogRecord, LogRecordExporter>(
-              new (classes(logs.protocol).logs)(config(logs)),
+              new EXPORTERS[logs.protocol].logs(config(logs)),
               logView,
               this.counts,
               dropped,

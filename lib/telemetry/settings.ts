@@ -14,11 +14,18 @@ export const DEFAULT_QUEUE_SIZE = 2048;
 /** The OTLP/HTTP endpoint the specification names when none is configured. */
 export const DEFAULT_ENDPOINT = "http://localhost:4318";
 
-/** The providers of the built-in agent profiles (GenAI semantic conventions' well-known names). */
+/**
+ * The providers of the built-in agent profiles, as the GenAI conventions' well-known
+ * `gen_ai.provider.name` values name them (semantic-conventions-genai,
+ * docs/gen-ai/gen-ai-agent-spans.md): claude-agent-acp calls Anthropic, codex-acp OpenAI,
+ * gemini-cli the Gemini API (`gcp.gemini`: generativelanguage.googleapis.com); agy is
+ * Google's, its backend not stated (`gcp.gen_ai`: "any Google generative AI endpoint").
+ */
 export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
   claude: "anthropic",
   codex: "openai",
   gemini: "gcp.gemini",
+  agy: "gcp.gen_ai",
 };
 
 /**
