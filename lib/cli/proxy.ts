@@ -88,6 +88,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const journaling = turnJournaling(values, env, cwd, profile.name, warn, registry.journal);
   const name = journaling.recorder.name;
   const telemetry = openTelemetry({ table: registry.telemetry, env, name, warn });
+  journaling.recorder.exportTo(telemetry);
   const outcomes = values["outcome-file"]
     ? openOutcomeFile(resolve(cwd, values["outcome-file"]), warn)
     : null;
@@ -123,9 +124,9 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       strictTurns: values["strict-turns"] === true,
       readers: profileReaders(registry.readers, profile),
       verbose: values.verbose === true,
-      // Each turn's end: publish, then the journal (and its retries), telemetry and the
+      // Each turn's end: publish, then the journal (its retries, and telemetry) and the
       // outcome file (lib/proxy/turn_end.ts).
-      turnEnd: { publish, recorder: journaling.recorder, telemetry, onOutcome: appendOutcome },
+      turnEnd: { publish, recorder: journaling.recorder, onOutcome: appendOutcome },
       // The journal reads every turn's reply (`wait --print`), so the text is always kept.
       keepReplyText: true,
       retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,

@@ -60,6 +60,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     registry.journal,
   );
   const telemetry = openTelemetry({ table: registry.telemetry, env, name: recorder.name, warn });
+  recorder.exportTo(telemetry);
   const key = { session: runSessionId(process.pid, Date.now()), turn: 1 };
   const unlisten = recorder.policy.retries > 0 ? waits.listen() : () => {};
   recorder.started(key, { mode: "run", agent: profile.name, promptId: null });
@@ -82,7 +83,6 @@ export async function runCommand(argv: string[]): Promise<number> {
       reportAttempt(result, values.verbose === true, warn);
       // Any stdout byte is a side effect: an attempt that wrote something is never repeated.
       const decision = recorder.ended(key, attempt, result.outcome, result.outcome.reply.chars > 0);
-      telemetry?.turnEnded(result.outcome, key.session);
       if (decision.kind !== "retry") break;
       warn(
         `turnguard: retry ${decision.attempt} of ${decision.of} waits out ${decision.reason}; ` +

@@ -12,21 +12,18 @@ import { withPluginBudget } from "../plugin/budget.ts";
 import { type PublishContext, settlePublish } from "../publish/engine.ts";
 import type { RetryDecision, ScheduledRetry } from "../retry/policy.ts";
 import type { TurnRecorder } from "../retry/turn_recorder.ts";
-import type { TurnTelemetry } from "../telemetry/export.ts";
 import { type ConcludeInput, concludeTurn, type Conclusion } from "./conclude.ts";
 import { reachedClient, type Turn, turnText } from "./turns.ts";
 
 /**
  * What a proxy does with each ended turn besides answering it, set once by the CLI: the
- * publish fallback, the journal (with its retry policy), telemetry, the outcome file.
+ * publish fallback, the journal (with its retry policy, and telemetry), the outcome file.
  */
 export interface TurnEndSteps {
   /** The publish fallback; null (or `settings: null`) when it is not armed. */
   publish?: PublishContext | null;
-  /** Journals each turn and decides its retries; null: neither. */
+  /** Journals (and exports) each turn and decides its retries; null: neither. */
   recorder?: TurnRecorder | null;
-  /** Exports every attempt's Outcome. */
-  telemetry?: TurnTelemetry | null;
   /** Receives each turn's final Outcome (an attempt that is retried is not final). */
   onOutcome?: (outcome: Outcome) => void;
 }
@@ -97,11 +94,10 @@ export async function endTurn(
     : withDiagnostic(conclusion.outcome, input.unread);
   // 3. The retry decision (the recorder's policy).
   const retry = steps.recorder?.decide(turn.attempt, outcome, reachedClient(turn)) ?? NO_RETRY;
-  // 4. Record: the decision and the attempt's end in the journal, then telemetry.
+  // 4. Record: the decision and the attempt's end in the journal (and telemetry).
   logOutcome(outcome, log);
   const key = { session: turn.sessionId, turn: turn.turn };
   guarded(log, () => steps.recorder?.recordEnd(key, turn.attempt, outcome, retry));
-  guarded(log, () => steps.telemetry?.turnEnded(outcome));
   // 5. Send or hold: a retry that can wait holds the response; else the client gets it.
   if (retry.kind === "retry") {
     const cannot = retries.hold(turn, retry, response, input.unread !== undefined);

@@ -2,7 +2,8 @@
  * The turn recorder: what `turnguard run` and `turnguard proxy` tell the journal about a
  * turn, in the order readers rely on. When an attempt ends, the retry decision is written
  * first and the attempt's end after it, so a reader that sees a failed end always sees its
- * decision too.
+ * decision too. Telemetry, when on, is told of the same ends and stops (`exportTo`): one
+ * place knows when a turn's last attempt has ended.
  */
 import {
   JOURNAL_REPLY_BYTES,
@@ -14,6 +15,7 @@ import type { Outcome } from "../core/outcome.ts";
 import { thisProcess } from "../journal/process_identity.ts";
 import { decideRetry, type RetryDecision, type RetryPolicy } from "./policy.ts";
 import { capUtf8 } from "../text/text.ts";
+import type { TurnTelemetry } from "../telemetry/export.ts";
 
 /** Where records go (the journal writer; tests pass an array). */
 export interface JournalSink {
@@ -68,6 +70,7 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
   readonly #random: () => number;
   readonly #onError: (message: string) => void;
   #failed = false;
+  #telemetry: TurnTelemetry | null = null;
 
   constructor(opts: RecorderOptions<P>) {
     this.name = opts.name;
@@ -78,6 +81,11 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? Math.random;
     this.#onError = opts.onJournalError ?? (() => {});
+  }
+
+  /** Exports every attempt's end and every stopped retry to `telemetry` too. */
+  exportTo(telemetry: TurnTelemetry | null): void {
+    this.#telemetry = telemetry;
   }
 
   #common(key: TurnKey) {
@@ -150,6 +158,12 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
       outcome: kept.outcome,
       ...(kept.truncated ? { replyTruncated: true as const } : {}),
     });
+    this.#telemetry?.attemptEnded(outcome, {
+      session: key.session,
+      turn: key.turn,
+      attempt,
+      final: decision.kind !== "retry",
+    });
   }
 
   /** Retry `attempt` begins to run. */
@@ -160,6 +174,7 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
   /** A waiting retry was stopped before it ran; `attempt` is the failed one before it. */
   stopped(key: TurnKey, attempt: number, reason: string): void {
     this.#settle(key, attempt, "stopped", reason);
+    this.#telemetry?.retryStopped(key.session, key.turn);
   }
 
   #settle(key: TurnKey, attempt: number, why: SettledWhy, reason: string): void {

@@ -1,25 +1,34 @@
 /**
  * Turn export over OpenTelemetry, as `run` and `proxy` see it: `openTelemetry` resolves the
  * settings and, only when export is configured, starts loading the SDK in the background
- * (lib/telemetry/otel.ts); `turnEnded` never waits for it, and `close` waits for the last
- * records at most the flush bound. A collector that is down or slow costs no turn: its
+ * (lib/telemetry/otel.ts); the turn recorder (lib/retry/turn_recorder.ts) tells it of each
+ * attempt's end and of each stopped retry, which never waits for the SDK, and `close`
+ * waits for the last records at most the flush bound. A collector that is down or slow costs no turn: its
  * records are dropped and counted; the first drop is said at once in one stderr line (a
  * long-running proxy does not keep it until it stops), and the count at exit.
  */
 import { VERSION } from "../version.ts";
 import type { Outcome } from "../core/outcome.ts";
-import type { OtelExport } from "./otel.ts";
+import type { AttemptEnd, OtelExport } from "./otel.ts";
 import { redact } from "../text/redact.ts";
 import { resolveTelemetry, type TelemetryTable } from "./settings.ts";
 
-/** Export of each turn's Outcome; null from `openTelemetry` when export is off. */
+export type { AttemptEnd } from "./otel.ts";
+
+/** Export of each turn and its attempts; null from `openTelemetry` when export is off. */
 export interface TurnTelemetry {
-  /** One turn (or retry attempt) ended; `conversationId` names its session when the
-   * Outcome has none (`run`). Returns at once. */
-  turnEnded(outcome: Outcome, conversationId?: string | null): void;
+  /** One attempt of a turn ended; `end.final`: no retry follows. Returns at once. */
+  attemptEnded(outcome: Outcome, end: AttemptEnd): void;
+  /** The retry that was to follow the turn's last attempt will not run. Returns at once. */
+  retryStopped(session: string, turn: number): void;
   /** Sends what is queued, waiting at most the flush bound; says on stderr what was lost. */
   close(): Promise<void>;
 }
+
+/** An attempt's end or a stopped retry, kept until the SDK is loaded. */
+type Early =
+  | { kind: "attempt"; outcome: Outcome; end: AttemptEnd }
+  | { kind: "stopped"; session: string; turn: number };
 
 /** Where `openTelemetry` reads its settings and says its one-line problems. */
 export interface TelemetryOptions {
@@ -36,11 +45,14 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
   const { settings, warnings } = resolveTelemetry(opts.table, opts.env, VERSION);
   for (const w of warnings) opts.warn(`turnguard: ${w}`);
   if (settings === null) return null;
-  /** Records per turn: a span and a log record, or one of them. */
+  /** Records a turn's end makes: its span and its log record, or one of them. */
   const perTurn = (settings.traces ? 1 : 0) + (settings.logs ? 1 : 0);
+  /** Records an event makes: an attempt's span, and the turn's records when it ends. */
+  const recordsOf = (e: Early) =>
+    e.kind === "stopped" ? perTurn : (settings.traces ? 1 : 0) + (e.end.final ? perTurn : 0);
   let sink: OtelExport | null | undefined;
-  /** Turns that ended before the SDK was loaded (bounded like the export queue). */
-  const early: Array<[Outcome, string | null]> = [];
+  /** What happened before the SDK was loaded (bounded like the export queue). */
+  const early: Early[] = [];
   let lostEarly = 0;
   let loadError: string | null = null;
   // Said on stderr: a password in an endpoint URL, or in an error that quotes one, is not.
@@ -57,37 +69,41 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
         "the count follows at exit",
     );
   };
-  const loading = import("./otel.ts").then(
-    (m) => {
-      sink = new m.OtelExport(settings, opts.name, dropped);
-      for (const [outcome, conversationId] of early) sink.record(outcome, { conversationId });
-      early.length = 0;
-    },
-    (err: unknown) => {
-      sink = null;
-      loadError = err instanceof Error ? err.message : String(err);
-      lostEarly += early.length * perTurn;
-      early.length = 0;
-      dropped(loadError);
-    },
-  );
-  return {
-    turnEnded(outcome, conversationId = null) {
-      try {
-        if (sink) sink.record(outcome, { conversationId });
-        else if (sink === undefined && early.length < settings.queueSize) {
-          early.push([outcome, conversationId]);
-        } else {
-          lostEarly += perTurn;
-          dropped(loadError ?? `more than ${settings.queueSize} turns before the exporter loaded`);
-        }
-      } catch (err) {
-        // Telemetry never costs a turn: a record that cannot be made is one that is lost.
-        lostEarly += perTurn;
-        loadError ??= err instanceof Error ? err.message : String(err);
+  const apply = (to: OtelExport, e: Early) =>
+    e.kind === "stopped" ? to.retryStopped(e.session, e.turn) : to.attemptEnded(e.outcome, e.end);
+  const loading = import("./otel.ts").then((m) => new m.OtelExport(settings, opts.name, dropped))
+    .then(
+      (loaded) => {
+        sink = loaded;
+        for (const e of early) apply(loaded, e);
+        early.length = 0;
+      },
+      (err: unknown) => {
+        sink = null;
+        loadError = err instanceof Error ? err.message : String(err);
+        lostEarly += early.reduce((n, e) => n + recordsOf(e), 0);
+        early.length = 0;
         dropped(loadError);
+      },
+    );
+  const handle = (e: Early) => {
+    try {
+      if (sink) apply(sink, e);
+      else if (sink === undefined && early.length < settings.queueSize) early.push(e);
+      else {
+        lostEarly += recordsOf(e);
+        dropped(loadError ?? `more than ${settings.queueSize} turns before the exporter loaded`);
       }
-    },
+    } catch (err) {
+      // Telemetry never costs a turn: a record that cannot be made is one that is lost.
+      lostEarly += recordsOf(e);
+      loadError ??= err instanceof Error ? err.message : String(err);
+      dropped(loadError);
+    }
+  };
+  return {
+    attemptEnded: (outcome, end) => handle({ kind: "attempt", outcome, end }),
+    retryStopped: (session, turn) => handle({ kind: "stopped", session, turn }),
     async close() {
       quiet = true;
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -96,7 +112,7 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
       });
       await Promise.race([loading.then(() => sink?.close()), bound]);
       clearTimeout(timer);
-      const pending = early.length * perTurn;
+      const pending = early.reduce((n, e) => n + recordsOf(e), 0);
       const counts = sink?.counts ?? { accepted: 0, exported: 0, firstError: null };
       const lost = counts.accepted - counts.exported + lostEarly + pending;
       if (lost === 0) return;

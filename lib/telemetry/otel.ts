@@ -1,26 +1,28 @@
 /**
- * The OpenTelemetry side of turn export: tracer and logger providers with OTLP/HTTP (JSON)
- * exporters behind bounded batch queues. Only lib/telemetry/export.ts imports this module,
+ * The OpenTelemetry side of turn export: tracer and logger providers with OTLP/HTTP
+ * exporters (protobuf or JSON, lib/telemetry/settings.ts) behind bounded batch queues and
+ * the sink (lib/telemetry/sink.ts). Only lib/telemetry/export.ts imports this module,
  * dynamically, when export is configured: `run` without telemetry never loads the SDK.
  *
- * Each turn is one span (`invoke_agent AGENT`) and one log record in the span's context.
- * A retry's span links to the attempt it retries. Proxy turns are children of one span per
- * ACP session, so a session is one trace.
+ * Each turn is one trace: its `invoke_agent AGENT` span (kind CLIENT) is the root, with the
+ * turn's final status; each attempt is a child span `attempt AGENT`, sent when the attempt
+ * ends; the turn's span ends, and its one log record is emitted in its context, when the
+ * last attempt ended (no retry follows, or the retry was stopped).
  */
 import {
+  type AnyValue,
   type Attributes,
-  type Link,
   ROOT_CONTEXT,
   SeverityNumber,
   type Span,
-  type SpanContext,
   SpanKind,
   SpanStatusCode,
   trace,
-  type Tracer,
 } from "@opentelemetry/api";
-import { OTLPLogExporter } from "@opentelemetry/exporter-logs-otlp-http";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPLogExporter as JsonLogExporter } from "@opentelemetry/exporter-logs-otlp-http";
+import { OTLPLogExporter as ProtobufLogExporter } from "@opentelemetry/exporter-logs-otlp-proto";
+import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as ProtobufTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   BatchLogRecordProcessor,
@@ -34,77 +36,68 @@ import {
   type SpanExporter,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
-import type { AnyValue } from "@opentelemetry/api";
 import type { Outcome } from "../core/outcome.ts";
-import { turnRecord } from "./record.ts";
-import type { TelemetrySettings } from "./settings.ts";
+import {
+  attemptRecord,
+  type TurnContext,
+  turnRecord,
+  turnStartAttributes,
+  UNKNOWN_PROVIDER,
+} from "./record.ts";
+import { type ExportCounts, logView, sinkExporter, spanView } from "./sink.ts";
+import type { Protocol, SignalTarget, TelemetrySettings } from "./settings.ts";
+
+export type { ExportCounts } from "./sink.ts";
 
 /** The instrumentation scope of everything turnguard exports. */
 const SCOPE = "turnguard";
-/** Turns remembered for retry links, and sessions kept open, at most. */
-const REMEMBERED = 1024;
+/** Turns kept open (their retry may still come) at most; the oldest is ended first. */
+const OPEN_TURNS = 1024;
 /** How long a background export may take before it is abandoned. */
 const EXPORT_TIMEOUT_MS = 10_000;
-/** ExportResultCode.SUCCESS of @opentelemetry/core. */
-const SUCCESS = 0;
 
-/** What became of the records handed to the exporter. */
-export interface ExportCounts {
-  /** Records (spans and log records) handed to the SDK. */
-  accepted: number;
-  /** Records the collector acknowledged. */
-  exported: number;
-  /** The first export error, for the one line that says records were dropped. */
-  firstError: string | null;
+/** One attempt's end, as the turn recorder tells it (lib/retry/turn_recorder.ts). */
+export interface AttemptEnd {
+  /** The turn's session: the ACP session (proxy) or the run's journal session. */
+  session: string;
+  turn: number;
+  /** 0 for the first attempt, n for the n-th retry. */
+  attempt: number;
+  /** No retry follows: the turn's span ends with this attempt's status. */
+  final: boolean;
 }
 
-type ExportCallback = (result: { code: number; error?: Error }) => void;
-
-/**
- * An exporter wrapped to count what the collector acknowledged; `dropped` is told of each
- * export that failed.
- */
-function counted<T, E extends { export(items: T[], done: ExportCallback): void }>(
-  inner: E,
-  counts: ExportCounts,
-  dropped: (why: string) => void,
-): E {
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      if (key !== "export") return Reflect.get(target, key, receiver);
-      return (items: T[], done: ExportCallback) =>
-        target.export(items, (result) => {
-          if (result.code === SUCCESS) counts.exported += items.length;
-          else {
-            counts.firstError ??= result.error?.message ?? "export failed";
-            dropped(counts.firstError);
-          }
-          done(result);
-        });
-    },
-  });
+/** A turn whose last attempt has not ended yet. */
+interface OpenTurn {
+  /** Its `invoke_agent` span; null when only logs are exported. */
+  span: Span | null;
+  startMs: number;
+  attempts: number;
+  last: { outcome: Outcome; ctx: TurnContext };
 }
 
-/** What the exporter is told about each turn besides its Outcome. */
-export interface TurnMeta {
-  /** The session the turn belongs to when the Outcome has none (`run`). */
-  conversationId: string | null;
-}
+/** The OTLP/HTTP exporters of each protocol. */
+const EXPORTERS = {
+  "http/protobuf": { spans: ProtobufTraceExporter, logs: ProtobufLogExporter },
+  "http/json": { spans: JsonTraceExporter, logs: JsonLogExporter },
+} as const satisfies Record<Protocol, unknown>;
 
-/** Turns Outcomes into spans and log records and sends them; see the module comment. */
+/** Turns attempts into spans and log records and sends them; see the module comment. */
 export class OtelExport {
   readonly counts: ExportCounts = { accepted: 0, exported: 0, firstError: null };
   readonly #settings: TelemetrySettings;
   readonly #name: string;
   readonly #tracer: TracerProvider | null;
   readonly #logger: LoggerProvider | null;
-  /** The last attempt's span of each turn, for the link from its retry. */
-  readonly #attempts = new Map<string, { span: SpanContext; attempt: number }>();
-  /** The open span of each proxy session, parent of its turns' spans. */
-  readonly #sessions = new Map<string, { span: Span; turns: number }>();
+  /** Turns with a retry to come, by session and turn number (insertion order: oldest first). */
+  readonly #open = new Map<string, OpenTurn>();
 
   /** `dropped` is told of every export that failed (its records are lost), with why. */
-  constructor(settings: TelemetrySettings, name: string, dropped: (why: string) => void) {
+  constructor(
+    settings: TelemetrySettings,
+    name: string,
+    dropped: (why: string) => void,
+  ) {
     this.#settings = settings;
     this.#name = name;
     const resource = resourceFromAttributes(settings.resource);
@@ -113,21 +106,23 @@ export class OtelExport {
       maxExportBatchSize: Math.min(512, settings.queueSize),
       exportTimeoutMillis: EXPORT_TIMEOUT_MS,
     };
-    const http = (target: { url: string; headers: Record<string, string> }) => ({
+    const config = (target: SignalTarget) => ({
       url: target.url,
       headers: target.headers,
       timeoutMillis: EXPORT_TIMEOUT_MS,
       // No pooled socket outlives the process's last export.
       keepAlive: false,
     });
-    this.#tracer = settings.traces
+    const { traces, logs } = settings;
+    this.#tracer = traces
       ? new TracerProvider({
         resource,
         spanProcessors: [
           new BatchSpanProcessor({
             ...batch,
-            exporter: counted<ReadableSpan, SpanExporter>(
-              new OTLPTraceExporter(http(settings.traces)),
+            exporter: sinkExporter<ReadableSpan, SpanExporter>(
+              new EXPORTERS[traces.protocol].spans(config(traces)),
+              spanView,
               this.counts,
               dropped,
             ),
@@ -135,14 +130,15 @@ export class OtelExport {
         ],
       })
       : null;
-    this.#logger = settings.logs
+    this.#logger = logs
       ? new LoggerProvider({
         resource,
         processors: [
           new BatchLogRecordProcessor({
             ...batch,
-            exporter: counted<ReadableLogRecord, LogRecordExporter>(
-              new OTLPLogExporter(http(settings.logs)),
+            exporter: sinkExporter<ReadableLogRecord, LogRecordExporter>(
+              new EXPORTERS[logs.protocol].logs(config(logs)),
+              logView,
               this.counts,
               dropped,
             ),
@@ -152,42 +148,76 @@ export class OtelExport {
       : null;
   }
 
-  /** Exports one turn's Outcome: its span and its log record. Synchronous and cheap. */
-  record(outcome: Outcome, meta: TurnMeta): void {
-    const conversationId = outcome.session ?? meta.conversationId;
-    const key = `${conversationId}\n${outcome.turn}`;
-    const previous = this.#attempts.get(key);
-    const attempt = previous ? previous.attempt + 1 : 0;
-    const rec = turnRecord(outcome, {
-      conversationId,
-      attempt,
+  /**
+   * One attempt ended: its span is sent now (the turn's span is started with the first);
+   * a final one ends the turn. Synchronous and cheap.
+   */
+  attemptEnded(outcome: Outcome, end: AttemptEnd): void {
+    const key = `${end.session}\n${end.turn}`;
+    const ctx: TurnContext = {
+      conversationId: outcome.session ?? end.session,
+      attempt: end.attempt,
       name: this.#name,
-      provider: this.#settings.providers[outcome.agent] ?? null,
+      provider: this.#settings.providers[outcome.agent] ?? UNKNOWN_PROVIDER,
       includeReply: this.#settings.includeReply,
-    });
-    const links: Link[] = previous
-      ? [{ context: previous.span, attributes: { "turnguard.retry_of.attempt": previous.attempt } }]
-      : [];
-    let parent = ROOT_CONTEXT;
-    const tracer = this.#tracer?.getTracer(SCOPE);
-    if (tracer && outcome.mode === "proxy" && conversationId !== null) {
-      const session = this.#session(tracer, conversationId, outcome, rec.startMs);
-      session.turns++;
-      parent = trace.setSpan(ROOT_CONTEXT, session.span);
+    };
+    let open = this.#open.get(key);
+    if (!open) {
+      open = this.#startTurn(outcome, ctx);
+      this.#open.set(key, open);
+      if (this.#open.size > OPEN_TURNS) {
+        const [oldestKey, oldest] = this.#open.entries().next().value!;
+        this.#endTurn(oldestKey, oldest);
+      }
     }
-    let context = parent;
-    if (tracer) {
+    open.attempts++;
+    open.last = { outcome, ctx };
+    const tracer = this.#tracer?.getTracer(SCOPE);
+    if (tracer && open.span) {
+      const rec = attemptRecord(outcome, ctx);
       const span = tracer.startSpan(rec.spanName, {
-        kind: SpanKind.CLIENT,
+        kind: SpanKind.INTERNAL,
         startTime: rec.startMs,
         attributes: rec.attributes,
-        links,
-      }, parent);
+      }, trace.setSpan(ROOT_CONTEXT, open.span));
       if (rec.error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: rec.error });
       span.end(rec.endMs);
       this.counts.accepted++;
-      remember(this.#attempts, key, { span: span.spanContext(), attempt });
-      context = trace.setSpan(parent, span);
+    }
+    if (end.final) this.#endTurn(key, open);
+  }
+
+  /** The retry that would have followed the turn's last attempt will not run: it ends. */
+  retryStopped(session: string, turn: number): void {
+    const key = `${session}\n${turn}`;
+    const open = this.#open.get(key);
+    if (open) this.#endTurn(key, open);
+  }
+
+  #startTurn(outcome: Outcome, ctx: TurnContext): OpenTurn {
+    const startMs = Date.parse(outcome.startedAt);
+    const span = this.#tracer?.getTracer(SCOPE).startSpan(`invoke_agent ${outcome.agent}`, {
+      kind: SpanKind.CLIENT,
+      startTime: startMs,
+      attributes: turnStartAttributes(outcome.agent, ctx),
+    }, ROOT_CONTEXT) ?? null;
+    return { span, startMs, attempts: 0, last: { outcome, ctx } };
+  }
+
+  /** The turn's span ends with its last attempt's status; its log record follows. */
+  #endTurn(key: string, open: OpenTurn): void {
+    this.#open.delete(key);
+    const { outcome, ctx } = open.last;
+    const rec = turnRecord(outcome, ctx, { startMs: open.startMs, attempts: open.attempts });
+    let context = ROOT_CONTEXT;
+    if (open.span) {
+      open.span.setAttributes(rec.attributes);
+      if (rec.error !== null) {
+        open.span.setStatus({ code: SpanStatusCode.ERROR, message: rec.error });
+      }
+      open.span.end(rec.endMs);
+      this.counts.accepted++;
+      context = trace.setSpan(ROOT_CONTEXT, open.span);
     }
     if (this.#logger) {
       this.#logger.getLogger(SCOPE).emit({
@@ -203,54 +233,9 @@ export class OtelExport {
     }
   }
 
-  /** The session's span, started with its first turn. */
-  #session(
-    tracer: Tracer,
-    id: string,
-    outcome: Outcome,
-    startMs: number,
-  ): { span: Span; turns: number } {
-    const open = this.#sessions.get(id);
-    if (open) return open;
-    const span = tracer.startSpan(`session ${outcome.agent}`, {
-      kind: SpanKind.INTERNAL,
-      startTime: startMs,
-      attributes: {
-        "gen_ai.conversation.id": id,
-        "gen_ai.agent.name": outcome.agent,
-        "turnguard.agent": outcome.agent,
-        "turnguard.name": this.#name,
-        "turnguard.mode": outcome.mode,
-      },
-    }, ROOT_CONTEXT);
-    const session = { span, turns: 0 };
-    const evicted = remember(this.#sessions, id, session);
-    if (evicted) this.#endSession(evicted);
-    return session;
-  }
-
-  #endSession(session: { span: Span; turns: number }): void {
-    session.span.setAttribute("turnguard.session.turns", session.turns);
-    session.span.end();
-    this.counts.accepted++;
-  }
-
-  /** Ends the open session spans and sends what is queued; the caller bounds the wait. */
+  /** Ends the turns still open (their last attempt is final) and sends what is queued. */
   async close(): Promise<void> {
-    for (const session of this.#sessions.values()) this.#endSession(session);
-    this.#sessions.clear();
+    for (const [key, open] of [...this.#open]) this.#endTurn(key, open);
     await Promise.allSettled([this.#tracer?.shutdown(), this.#logger?.shutdown()]);
   }
-}
-
-/** Adds to a map kept to REMEMBERED entries; returns the entry pushed out, if any. */
-function remember<K, V>(map: Map<K, V>, key: K, value: V): V | undefined {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size <= REMEMBERED) return undefined;
-  const first = map.entries().next();
-  if (first.done) return undefined;
-  const [oldest, evicted] = first.value;
-  map.delete(oldest);
-  return evicted;
 }

@@ -1,14 +1,17 @@
 /**
- * What one turn's Outcome becomes in OpenTelemetry terms: the span's name, times, status
- * and attributes, and the log record's severity and body. Pure, so the attribute table in
- * docs/TELEMETRY.md is tested without a collector. Attribute names follow the GenAI
- * semantic conventions where they fit (`gen_ai.*`, `error.type`), `turnguard.*` otherwise.
- * The `gen_ai.*` names are written out: the JS package marks its constants deprecated
- * since they moved to the GenAI conventions' own repository.
+ * What a turn becomes in OpenTelemetry terms, per the GenAI agent-span conventions
+ * (https://github.com/open-telemetry/semantic-conventions-genai, docs/gen-ai/gen-ai-agent-spans.md,
+ * "Invoke agent client span"): one `invoke_agent AGENT` span per turn, whose status is the
+ * turn's final one, with one child span per attempt (a retried turn has several); and one
+ * log record per turn. Pure, so the attribute table in docs/TELEMETRY.md is tested without
+ * a collector. Attribute names follow the conventions where they fit (`gen_ai.*`,
+ * `error.type`), `turnguard.*` otherwise. The `gen_ai.*` names are written out: the JS
+ * package marks its constants deprecated since they moved to the GenAI conventions' own
+ * repository. Nothing here redacts: every exported string passes the sink
+ * (lib/telemetry/sink.ts) on its way out.
  */
 import { ATTR_ERROR_TYPE } from "@opentelemetry/semantic-conventions";
 import type { Outcome } from "../core/outcome.ts";
-import { redact } from "../text/redact.ts";
 
 /** An attribute value as OTLP carries it. */
 export type AttributeValue = string | number | boolean | string[];
@@ -21,28 +24,35 @@ export interface TurnContext {
   attempt: number;
   /** The journal name of the session (`--name`, else the agent profile). */
   name: string;
-  /** `gen_ai.provider.name` of the agent profile, when known. */
-  provider: string | null;
+  /** `gen_ai.provider.name`: the profile's provider, else UNKNOWN_PROVIDER. */
+  provider: string;
   /** `[telemetry] include_reply`. */
   includeReply: boolean;
 }
 
-/** One turn, ready for a span and a log record. */
-export interface TurnRecord {
+/**
+ * `gen_ai.provider.name` when the agent's provider is not known (a profile that is not
+ * built in and has no `[telemetry] providers` entry). The attribute is required on an
+ * `invoke_agent` span and a custom value is allowed; `_OTHER` is the conventions' spelling
+ * of "none of the listed values" (as in `error.type`).
+ */
+export const UNKNOWN_PROVIDER = "_OTHER";
+
+/** One attempt, ready for its span (a child of the turn's span). */
+export interface AttemptRecord {
   spanName: string;
   startMs: number;
   endMs: number;
-  /** The turn failed: the span's status is ERROR, with this description. */
+  /** The attempt failed: the span's status is ERROR, with this description. */
   error: string | null;
   attributes: Record<string, AttributeValue>;
-  severity: "INFO" | "WARN" | "ERROR";
-  /** The log record's body: the Outcome, redacted, without reply text unless asked. */
-  body: Record<string, unknown>;
 }
 
-/** The one place exported text passes the secret redaction. */
-function redactText(text: string): string {
-  return redact(text);
+/** One turn, ready for its span and its log record. */
+export interface TurnRecord extends AttemptRecord {
+  severity: "INFO" | "WARN" | "ERROR";
+  /** The log record's body: the final Outcome, without reply text unless asked. */
+  body: Record<string, unknown>;
 }
 
 /**
@@ -55,11 +65,73 @@ export function swallowed(outcome: Outcome): boolean {
   return outcome.exit?.code === 0 && outcome.exit.signal === null;
 }
 
-/** The span and log record of one turn. */
-export function turnRecord(outcome: Outcome, ctx: TurnContext): TurnRecord {
+/**
+ * The attributes a turn's span has from its start (the conventions ask for these at span
+ * creation, for sampling): operation, agent, provider, conversation.
+ */
+export function turnStartAttributes(
+  agent: string,
+  ctx: Pick<TurnContext, "provider" | "conversationId">,
+): Record<string, AttributeValue> {
   const a: Record<string, AttributeValue> = {
     "gen_ai.operation.name": "invoke_agent",
-    "gen_ai.agent.name": outcome.agent,
+    "gen_ai.agent.name": agent,
+    "gen_ai.provider.name": ctx.provider,
+  };
+  // The attribute's older name, for older dashboards; only for a known provider.
+  if (ctx.provider !== UNKNOWN_PROVIDER) a["gen_ai.system"] = ctx.provider;
+  if (ctx.conversationId) a["gen_ai.conversation.id"] = ctx.conversationId;
+  return a;
+}
+
+/** The span of one attempt: the attempt's Outcome, without `gen_ai.operation.name`. */
+export function attemptRecord(outcome: Outcome, ctx: TurnContext): AttemptRecord {
+  const { "gen_ai.operation.name": _turnOnly, ...attributes } = outcomeAttributes(outcome, ctx);
+  return {
+    spanName: `attempt ${outcome.agent}`,
+    startMs: Date.parse(outcome.startedAt),
+    endMs: Date.parse(outcome.endedAt),
+    error: failure(outcome),
+    attributes,
+  };
+}
+
+/**
+ * The span and log record of a whole turn: its final Outcome (the last attempt's), from
+ * the first attempt's start; `attempts` is how many ran.
+ */
+export function turnRecord(
+  outcome: Outcome,
+  ctx: TurnContext,
+  turn: { startMs: number; attempts: number },
+): TurnRecord {
+  const replyText = ctx.includeReply ? outcome.reply.text : undefined;
+  return {
+    spanName: `invoke_agent ${outcome.agent}`,
+    startMs: Math.min(turn.startMs, Date.parse(outcome.startedAt)),
+    endMs: Date.parse(outcome.endedAt),
+    error: failure(outcome),
+    attributes: { ...outcomeAttributes(outcome, ctx), "turnguard.attempts": turn.attempts },
+    severity: outcome.status === "failed"
+      ? "ERROR"
+      : outcome.status === "ok" || outcome.status === "cancelled"
+      ? "INFO"
+      : "WARN",
+    body: exportedOutcome(outcome, replyText),
+  };
+}
+
+/** The span status description of a failed turn or attempt; null when it did not fail. */
+function failure(outcome: Outcome): string | null {
+  if (outcome.status !== "failed") return null;
+  return outcome.error ? `${outcome.error.category}: ${outcome.error.message}` : "failed";
+}
+
+/** The attributes of one attempt's Outcome (a turn's span adds `turnguard.attempts`). */
+function outcomeAttributes(outcome: Outcome, ctx: TurnContext): Record<string, AttributeValue> {
+  const conversation = outcome.session ?? ctx.conversationId;
+  const a: Record<string, AttributeValue> = {
+    ...turnStartAttributes(outcome.agent, { ...ctx, conversationId: conversation }),
     "turnguard.mode": outcome.mode,
     "turnguard.agent": outcome.agent,
     "turnguard.name": ctx.name,
@@ -70,12 +142,6 @@ export function turnRecord(outcome: Outcome, ctx: TurnContext): TurnRecord {
     "turnguard.duration_ms": outcome.durationMs,
     "turnguard.reply.chars": outcome.reply.chars,
   };
-  if (ctx.provider) {
-    a["gen_ai.provider.name"] = ctx.provider;
-    a["gen_ai.system"] = ctx.provider;
-  }
-  const conversation = outcome.session ?? ctx.conversationId;
-  if (conversation) a["gen_ai.conversation.id"] = conversation;
   if (outcome.stopReason !== null) {
     a["gen_ai.response.finish_reasons"] = [outcome.stopReason];
     a["turnguard.stop_reason"] = outcome.stopReason;
@@ -86,7 +152,7 @@ export function turnRecord(outcome: Outcome, ctx: TurnContext): TurnRecord {
   if (error) {
     a[ATTR_ERROR_TYPE] = error.category;
     a["turnguard.category"] = error.category;
-    a["turnguard.error.message"] = redactText(error.message);
+    a["turnguard.error.message"] = error.message;
     if (error.code !== null) a["turnguard.error.code"] = String(error.code);
     if (error.anchor !== null) a["turnguard.anchor"] = error.anchor;
   }
@@ -105,43 +171,14 @@ export function turnRecord(outcome: Outcome, ctx: TurnContext): TurnRecord {
       }
     }
   }
-  const replyText = ctx.includeReply && outcome.reply.text !== undefined
-    ? redactText(outcome.reply.text)
-    : undefined;
-  if (replyText !== undefined) a["turnguard.reply.text"] = replyText;
-  return {
-    spanName: `invoke_agent ${outcome.agent}`,
-    startMs: Date.parse(outcome.startedAt),
-    endMs: Date.parse(outcome.endedAt),
-    error: outcome.status === "failed"
-      ? (error ? `${error.category}: ${redactText(error.message)}` : "failed")
-      : null,
-    attributes: a,
-    severity: outcome.status === "failed"
-      ? "ERROR"
-      : outcome.status === "ok" || outcome.status === "cancelled"
-      ? "INFO"
-      : "WARN",
-    body: exportedOutcome(outcome, replyText),
-  };
+  if (ctx.includeReply && outcome.reply.text !== undefined) {
+    a["turnguard.reply.text"] = outcome.reply.text;
+  }
+  return a;
 }
 
-/** The Outcome as exported: texts redacted, the reply text only when asked for. */
+/** The Outcome as exported: the reply text only when asked for. */
 function exportedOutcome(outcome: Outcome, replyText: string | undefined): Record<string, unknown> {
   const { text: _dropped, ...reply } = outcome.reply;
-  return {
-    ...outcome,
-    error: outcome.error && { ...outcome.error, message: redactText(outcome.error.message) },
-    reply: replyText === undefined ? reply : { ...reply, text: replyText },
-    publish: outcome.publish && {
-      ...outcome.publish,
-      fallback: outcome.publish.fallback && {
-        ...outcome.publish.fallback,
-        ...(outcome.publish.fallback.stderr !== undefined
-          ? { stderr: redactText(outcome.publish.fallback.stderr) }
-          : {}),
-      },
-    },
-    diagnostics: outcome.diagnostics.map(redactText),
-  };
+  return { ...outcome, reply: replyText === undefined ? reply : { ...reply, text: replyText } };
 }

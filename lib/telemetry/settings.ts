@@ -14,12 +14,30 @@ export const DEFAULT_QUEUE_SIZE = 2048;
 /** The OTLP/HTTP endpoint the specification names when none is configured. */
 export const DEFAULT_ENDPOINT = "http://localhost:4318";
 
-/** The providers of the built-in agent profiles (GenAI semantic conventions' well-known names). */
+/**
+ * The providers of the built-in agent profiles, as the GenAI conventions' well-known
+ * `gen_ai.provider.name` values name them (semantic-conventions-genai,
+ * docs/gen-ai/gen-ai-agent-spans.md): claude-agent-acp calls Anthropic, codex-acp OpenAI,
+ * gemini-cli the Gemini API (`gcp.gemini`: generativelanguage.googleapis.com); agy is
+ * Google's, its backend not stated (`gcp.gen_ai`: "any Google generative AI endpoint").
+ */
 export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
   claude: "anthropic",
   codex: "openai",
   gemini: "gcp.gemini",
+  agy: "gcp.gen_ai",
 };
+
+/**
+ * The OTLP/HTTP encodings turnguard sends. `http/protobuf` is the default, as the OTLP
+ * exporter specification asks of SDKs ("Protocol", "Default: http/protobuf",
+ * https://opentelemetry.io/docs/specs/otel/protocol/exporter/); `grpc` is not supported.
+ */
+export const PROTOCOLS = ["http/protobuf", "http/json"] as const;
+/** One of PROTOCOLS. */
+export type Protocol = typeof PROTOCOLS[number];
+/** The protocol when none is configured. */
+export const DEFAULT_PROTOCOL: Protocol = "http/protobuf";
 
 const Url = once(() =>
   v.pipe(
@@ -46,6 +64,8 @@ export const TelemetryTableSchema = once(() =>
     service_name: v.optional(v.pipe(v.string(), v.minLength(1))),
     /** More resource attributes (`deployment.environment.name = "ci"`). */
     resource_attributes: v.optional(v.record(v.string(), v.string())),
+    /** `http/protobuf` (default) or `http/json`; OTEL_EXPORTER_OTLP_PROTOCOL wins. */
+    protocol: v.optional(v.picklist(PROTOCOLS)),
     /** Which signals to send (default both). */
     signals: v.optional(v.array(v.picklist(["traces", "logs"]))),
     /** `gen_ai.provider.name` per agent profile, over the built-in ones (`agy = "gcp.gemini"`). */
@@ -61,10 +81,11 @@ export const TelemetryTableSchema = once(() =>
 /** The `[telemetry]` table of a config file. */
 export type TelemetryTable = v.InferOutput<ReturnType<typeof TelemetryTableSchema>>;
 
-/** Where one signal goes. */
+/** Where one signal goes, and how it is encoded. */
 export interface SignalTarget {
   url: string;
   headers: Record<string, string>;
+  protocol: Protocol;
 }
 
 /** Everything the exporter needs; null settings mean export is off. */
@@ -102,6 +123,25 @@ export function resolveTelemetry(
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true" || table?.enabled === false) {
     return { settings: null, warnings };
   }
+  /**
+   * The signal's protocol: its own variable, else the common one, else the table. An
+   * unsupported one turns the signal off (sending JSON or protobuf to a gRPC port only
+   * loses every record): one line, the same for both signals, so said once.
+   */
+  const protocolOf = (signal: "traces" | "logs"): Protocol | null => {
+    const own = `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_PROTOCOL`;
+    const name = env[own]?.trim() ? own : "OTEL_EXPORTER_OTLP_PROTOCOL";
+    const value = env[name]?.trim();
+    if (!value) return table?.protocol ?? DEFAULT_PROTOCOL;
+    const known = PROTOCOLS.find((p) => p === value.toLowerCase());
+    if (known) return known;
+    warnings.push(
+      `telemetry: ${name}="${redact(value)}" is not supported (only ${
+        PROTOCOLS.join(" and ")
+      }); nothing is exported over it`,
+    );
+    return null;
+  };
   const urlFrom = (name: string): string | undefined => {
     const value = env[name]?.trim();
     if (!value) return undefined;
@@ -122,12 +162,8 @@ export function resolveTelemetry(
       table?.[`${signal}_endpoint`] ??
       (base !== undefined ? appendPath(base, `v1/${signal}`) : undefined);
     if (url === undefined) return null;
-    const protocol = env[`OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`] ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
-    if (protocol && protocol.trim() !== "http/json") {
-      warnings.push(
-        `telemetry: OTLP protocol "${protocol.trim()}" is not supported; ${signal} go as http/json`,
-      );
-    }
+    const protocol = protocolOf(signal);
+    if (protocol === null) return null;
     const headers = {
       ...table?.headers,
       ...parseKeyValues(env.OTEL_EXPORTER_OTLP_HEADERS, "OTEL_EXPORTER_OTLP_HEADERS", warnings),
@@ -137,7 +173,7 @@ export function resolveTelemetry(
         warnings,
       ),
     };
-    return { url, headers };
+    return { url, headers, protocol };
   };
   const traces = target("traces");
   const logs = target("logs");

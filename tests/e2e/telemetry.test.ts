@@ -1,8 +1,9 @@
 /**
  * OTLP export end to end: the compiled binary (`run` and `proxy`) sends each turn to a local
- * OTLP/HTTP receiver; a collector that is down or never answers costs at most the flush
- * bound; with export off the OpenTelemetry modules are never loaded; Deno from source
- * exports too.
+ * OTLP/HTTP receiver (protobuf by default, JSON when asked), one `invoke_agent` span per turn
+ * with each attempt a child; a collector that is down or never answers costs at most the
+ * flush bound; an unsupported protocol is one line; with export off the OpenTelemetry
+ * modules are never loaded; Deno from source exports too.
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../helpers/binary.ts";
 import { BUN, FAKE_AGY, homeEnv, MAIN, ROOT, runProcess, turnguard } from "../helpers/cli.ts";
-import { type ReceivedSpan, type Receiver, startReceiver } from "../helpers/otlp_receiver.ts";
+import { type Receiver, startReceiver } from "../helpers/otlp_receiver.ts";
 import {
   AGENT,
   fakeArgs,
@@ -57,7 +58,7 @@ const NO_OTEL: Record<string, undefined> = Object.fromEntries(
 
 describe("turnguard run exports each turn", () => {
   test(
-    "a swallowed quota failure: one span, one log record, the documented attributes",
+    "a swallowed quota failure: a turn span, its attempt, one log record, the documented attributes",
     async () => {
       const r = await receiver();
       const res = await run(["--name", "w1", "--", FAKE_AGY], {
@@ -70,18 +71,27 @@ describe("turnguard run exports each turn", () => {
       });
       expect(res.code).toBe(1);
       expect(res.stderr).not.toContain("telemetry");
-      expect(r.spans).toHaveLength(1);
+      expect(r.rejected).toEqual([]);
+      // http/protobuf unless asked otherwise.
+      expect(r.requests.map((q) => q.headers["content-type"])).toEqual([
+        "application/x-protobuf",
+        "application/x-protobuf",
+      ]);
+      expect(r.spans).toHaveLength(2);
       expect(r.logs).toHaveLength(1);
-      const [span] = r.spans;
+      const span = r.spans.find((s) => s.name === "invoke_agent agy")!;
+      const attempt = r.spans.find((s) => s.name === "attempt agy")!;
       const [log] = r.logs;
-      expect(span.name).toBe("invoke_agent agy");
       expect(span.status).toMatchObject({ code: 2 }); // ERROR
       expect(span.status.message).toMatch(/^quota: .*RESOURCE_EXHAUSTED/);
       expect(span.endMs).toBeGreaterThanOrEqual(span.startMs);
       expect(span.parentSpanId).toBe("");
+      expect([attempt.traceId, attempt.parentSpanId]).toEqual([span.traceId, span.spanId]);
+      expect(attempt.status).toEqual(span.status);
       expect(span.attributes).toMatchObject({
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "agy",
+        "gen_ai.provider.name": "gcp.gen_ai",
         "error.type": "quota",
         "turnguard.mode": "run",
         "turnguard.agent": "agy",
@@ -94,7 +104,9 @@ describe("turnguard run exports each turn", () => {
         "turnguard.swallowed": true,
         "turnguard.turn": 1,
         "turnguard.attempt": 0,
+        "turnguard.attempts": 1,
       });
+      expect(attempt.attributes["gen_ai.provider.name"]).toBe("gcp.gen_ai");
       expect(span.attributes["gen_ai.conversation.id"]).toMatch(/^run-\d+-/);
       expect(span.attributes["turnguard.retry.after_ms"]).toBeGreaterThan(0);
       expect(span.resource).toMatchObject({
@@ -102,7 +114,7 @@ describe("turnguard run exports each turn", () => {
         "service.version": "0.1.0",
         "deployment.environment.name": "test",
       });
-      // The log record is the Outcome, in the span's context.
+      // The log record is the Outcome, in the turn span's context.
       expect([log.traceId, log.spanId]).toEqual([span.traceId, span.spanId]);
       expect([log.eventName, log.severityText]).toEqual(["turnguard.turn", "ERROR"]);
       expect(log.attributes).toEqual(span.attributes);
@@ -119,7 +131,43 @@ describe("turnguard run exports each turn", () => {
     60_000,
   );
 
-  test("a retry's span links to the attempt it retries", async () => {
+  test("http/json when asked: the same records", async () => {
+    const r = await receiver();
+    const res = await run(["--", FAKE_AGY], {
+      ...NO_OTEL,
+      FAKE_AGY: "ok",
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    });
+    expect([res.code, res.stderr]).toEqual([0, ""]);
+    expect(r.requests.map((q) => q.headers["content-type"])).toEqual([
+      "application/json",
+      "application/json",
+    ]);
+    expect(r.spans.map((s) => [s.name, s.attributes["turnguard.status"]]).sort()).toEqual([
+      ["attempt agy", "ok"],
+      ["invoke_agent agy", "ok"],
+    ]);
+    expect(r.logs.map((l) => l.severityText)).toEqual(["INFO"]);
+  }, 60_000);
+
+  test("an unsupported protocol: one line on stderr, nothing sent, the turn unharmed", async () => {
+    const r = await receiver();
+    const res = await run(["--", FAKE_AGY], {
+      ...NO_OTEL,
+      FAKE_AGY: "ok",
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+    });
+    expect([res.code, res.stdout]).toEqual([0, "hi there\n"]);
+    expect(res.stderr).toBe(
+      'turnguard: telemetry: OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is not supported (only ' +
+        "http/protobuf and http/json); nothing is exported over it\n",
+    );
+    expect(r.requests).toEqual([]);
+  }, 60_000);
+
+  test("a turn that succeeds on retry: one OK turn span, each attempt a child", async () => {
     const r = await receiver();
     const res = await run(["--retries", "1", "--", FLAKY], {
       ...NO_OTEL,
@@ -128,19 +176,29 @@ describe("turnguard run exports each turn", () => {
       FLAKY_PLAN: "hint,ok",
     });
     expect([res.code, res.stdout]).toEqual([0, "the answer\n"]);
-    const spans = r.spans.sort((a, b) => a.startMs - b.startMs);
-    expect(spans.map((s) => [s.attributes["turnguard.attempt"], s.attributes["turnguard.status"]]))
-      .toEqual([[0, "failed"], [1, "ok"]]);
-    expect(spans[0].attributes["gen_ai.conversation.id"])
-      .toBe(spans[1].attributes["gen_ai.conversation.id"]);
-    expect(spans[0].links).toEqual([]);
-    expect(spans[1].links).toEqual([{
-      traceId: spans[0].traceId,
-      spanId: spans[0].spanId,
-      attributes: { "turnguard.retry_of.attempt": 0 },
-    }]);
-    expect(spans[1].status.code ?? 0).toBe(0);
-    expect(r.logs.map((l) => l.severityText).sort()).toEqual(["ERROR", "INFO"]);
+    const turns = r.spans.filter((s) => s.name.startsWith("invoke_agent "));
+    const attempts = r.spans.filter((s) => s.name.startsWith("attempt "))
+      .sort((a, b) => a.startMs - b.startMs);
+    expect([turns.length, attempts.length]).toEqual([1, 2]);
+    const [turn] = turns;
+    expect(turn.parentSpanId).toBe("");
+    expect(turn.status.code ?? 0).toBe(0); // the turn recovered: not an ERROR root span
+    expect(turn.attributes).toMatchObject({
+      "turnguard.status": "ok",
+      "turnguard.attempt": 1,
+      "turnguard.attempts": 2,
+    });
+    expect(attempts.map((a) => [a.attributes["turnguard.attempt"], a.status.code ?? 0]))
+      .toEqual([[0, 2], [1, 0]]);
+    for (const a of attempts) {
+      expect([a.traceId, a.parentSpanId]).toEqual([turn.traceId, turn.spanId]);
+      expect(a.attributes["gen_ai.conversation.id"]).toBe(
+        turn.attributes["gen_ai.conversation.id"],
+      );
+    }
+    expect([turn.startMs, turn.endMs]).toEqual([attempts[0].startMs, attempts[1].endMs]);
+    // One log record for the turn: its final status.
+    expect(r.logs.map((l) => [l.severityText, l.spanId])).toEqual([["INFO", turn.spanId]]);
   }, 60_000);
 
   test("reply text: absent by default, redacted with include_reply", async () => {
@@ -149,7 +207,7 @@ describe("turnguard run exports each turn", () => {
     writeFileSync(agent, `#!/bin/sh\necho "the key is ${secret}, enjoy"\n`, { mode: 0o755 });
     const off = await receiver();
     await run(["--", agent], { ...NO_OTEL, OTEL_EXPORTER_OTLP_ENDPOINT: off.url });
-    expect(off.spans).toHaveLength(1);
+    expect(off.spans).toHaveLength(2);
     expect(off.raw.join("\n")).not.toContain("the key is");
 
     const on = await receiver();
@@ -210,7 +268,7 @@ describe("a collector that is down or never answers costs no turn", () => {
       expect(lines).toEqual([
         expect.stringMatching(
           new RegExp(
-            `^turnguard: telemetry: 2 of 2 records were not exported to http://bob:\\[REDACTED:url\\]@127\\.0\\.0\\.1:${port}/v1/traces, .*\\(.+\\)$`,
+            `^turnguard: telemetry: 3 of 3 records were not exported to http://bob:\\[REDACTED:url\\]@127\\.0\\.0\\.1:${port}/v1/traces, .*\\(.+\\)$`,
           ),
         ),
       ]);
@@ -223,17 +281,20 @@ describe("a collector that is down or never answers costs no turn", () => {
     const r = await receiver("silent");
     const dir = freshHome();
     const config = join(dir, "anchors.toml");
-    writeFileSync(config, `[telemetry]\nendpoint = "${r.url}"\nflush_timeout_ms = 200\n`);
+    writeFileSync(config, `[telemetry]\nendpoint = "${r.url}"\nflush_timeout_ms = 500\n`);
     const started = Date.now();
-    const res = await runProcess([binary, "run", "--config", config, "--", FAKE_AGY], {
+    // The agent takes a while, so that the exporter is loaded (on a busy machine too), and
+    // the bound leaves the records time to be on their way when it cuts the wait.
+    const agent = ["--agent", "agy", "--", "sh", "-c", `sleep 2 && exec "${FAKE_AGY}"`];
+    const res = await runProcess([binary, "run", "--config", config, ...agent], {
       env: homeEnv(dir, { ...NO_OTEL, FAKE_AGY: "quota" }),
     });
-    const took = Date.now() - started;
+    const took = Date.now() - started - 2000;
     expect(res.code).toBe(1);
     expect(r.requests.length).toBeGreaterThan(0); // the records were on their way
     expect(res.stderr).toContain(
       "records were not exported to " + `${r.url}/v1/traces, ${r.url}/v1/logs ` +
-        "(no answer from the collector within the 200 ms flush bound)",
+        "(no answer from the collector within the 500 ms flush bound)",
     );
     expect(took).toBeLessThan(BOUND_SMOKE_MS);
   }, 60_000);
@@ -246,8 +307,8 @@ function binaryProxy(s: Scratch, args: string[], env: Record<string, string>): P
 
 const track = killedAfterEach();
 
-describe("turnguard proxy exports each turn, one trace per ACP session", () => {
-  test("turns are children of their session's span; failures carry error.type", async () => {
+describe("turnguard proxy exports each turn, one trace per turn", () => {
+  test("each turn is a root span with its session as gen_ai.conversation.id", async () => {
     const r = await receiver();
     const s = scratch();
     const p = track(binaryProxy(s, [], { OTEL_EXPORTER_OTLP_ENDPOINT: r.url }));
@@ -262,34 +323,36 @@ describe("turnguard proxy exports each turn, one trace per ACP session", () => {
     });
     expect((await p.exited).code).toBe(0);
     expect(p.stderr()).not.toContain("telemetry");
-    const byName = (name: string) => r.spans.filter((x) => x.name === name);
-    const roots = byName("session fake");
-    const turns = byName("invoke_agent fake");
-    expect(turns).toHaveLength(3);
-    expect(roots).toHaveLength(2);
-    const rootOf = (id: string) =>
-      roots.find((x) => x.attributes["gen_ai.conversation.id"] === id)!;
-    const [a, b] = sessions.map(rootOf);
-    expect(a.attributes["turnguard.session.turns"]).toBe(2);
-    expect(b.attributes["turnguard.session.turns"]).toBe(1);
-    const turnsOf = (root: ReceivedSpan) =>
-      turns.filter((t) => t.traceId === root.traceId && t.parentSpanId === root.spanId)
+    const turns = r.spans.filter((x) => x.name === "invoke_agent fake");
+    const attempts = r.spans.filter((x) => x.name === "attempt fake");
+    expect([turns.length, attempts.length, r.spans.length]).toEqual([3, 3, 6]);
+    for (const t of turns) {
+      expect(t.parentSpanId).toBe("");
+      // The fake agent has no known provider: the documented value.
+      expect(t.attributes["gen_ai.provider.name"]).toBe("_OTHER");
+      const children = attempts.filter((a) => a.parentSpanId === t.spanId);
+      expect(children.map((c) => c.traceId)).toEqual([t.traceId]);
+      expect(children[0].attributes["gen_ai.provider.name"]).toBe("_OTHER");
+    }
+    expect(new Set(turns.map((t) => t.traceId)).size).toBe(3);
+    const turnsOf = (id: string) =>
+      turns.filter((t) => t.attributes["gen_ai.conversation.id"] === id)
         .sort((x, y) =>
           Number(x.attributes["turnguard.turn"]) - Number(y.attributes["turnguard.turn"])
         );
-    expect(a.traceId).not.toBe(b.traceId);
-    expect(turnsOf(a).map((t) => [t.attributes["turnguard.status"], t.attributes["error.type"]]))
+    const [a, b] = sessions.map(turnsOf);
+    expect(a.map((t) => [t.attributes["turnguard.status"], t.attributes["error.type"]]))
       .toEqual([["ok", undefined], ["failed", "quota"]]);
-    expect(turnsOf(a)[1].attributes).toMatchObject({
-      "gen_ai.conversation.id": sessions[0],
+    expect(a[1].attributes).toMatchObject({
       "gen_ai.response.finish_reasons": ["end_turn"],
       "turnguard.stop_reason": "end_turn",
       "turnguard.swallowed": true,
       "turnguard.mode": "proxy",
     });
-    expect(turnsOf(b).map((t) => t.attributes["turnguard.status"])).toEqual(["failed"]);
-    expect(turnsOf(b)[0].status.code).toBe(2);
-    expect(a.startMs).toBeLessThanOrEqual(turnsOf(a)[0].startMs);
+    expect(a[1].status.code).toBe(2);
+    expect(b.map((t) => [t.attributes["turnguard.status"], t.status.code])).toEqual([
+      ["failed", 2],
+    ]);
     expect(r.logs).toHaveLength(3);
     for (const t of turns) {
       expect(r.logs.filter((l) => l.spanId === t.spanId && l.traceId === t.traceId)).toHaveLength(
@@ -298,7 +361,7 @@ describe("turnguard proxy exports each turn, one trace per ACP session", () => {
     }
   }, 60_000);
 
-  test("a proxy retry links to the failed attempt, in the same session trace", async () => {
+  test("a proxy retry: the attempts are children of one turn span, OK at the end", async () => {
     const r = await receiver();
     const s = scratch();
     const journal = join(s.dir, "journal.jsonl");
@@ -312,12 +375,21 @@ describe("turnguard proxy exports each turn, one trace per ACP session", () => {
       expect((await prompt(ctx, id, "flaky 1 error the answer")).stopReason).toBe("end_turn");
     });
     await p.exited;
-    const turns = r.spans.filter((x) => x.name === "invoke_agent fake")
+    const turns = r.spans.filter((x) => x.name === "invoke_agent fake");
+    const attempts = r.spans.filter((x) => x.name === "attempt fake")
       .sort((x, y) => x.startMs - y.startMs);
-    expect(turns.map((t) => [t.attributes["turnguard.attempt"], t.attributes["turnguard.status"]]))
+    expect(turns).toHaveLength(1);
+    expect(turns[0].status.code ?? 0).toBe(0);
+    expect(turns[0].attributes).toMatchObject({
+      "turnguard.status": "ok",
+      "turnguard.attempts": 2,
+    });
+    expect(
+      attempts.map((t) => [t.attributes["turnguard.attempt"], t.attributes["turnguard.status"]]),
+    )
       .toEqual([[0, "failed"], [1, "ok"]]);
-    expect(turns[1].traceId).toBe(turns[0].traceId);
-    expect(turns[1].links.map((l) => l.spanId)).toEqual([turns[0].spanId]);
+    expect(attempts.map((a) => a.parentSpanId)).toEqual([turns[0].spanId, turns[0].spanId]);
+    expect(r.logs.map((l) => l.severityText)).toEqual(["INFO"]);
   }, 60_000);
 
   test("a collector that never answers: every prompt answered, exit within the bound", async () => {
@@ -357,11 +429,11 @@ describe("a long-running proxy says the first drop at once", () => {
       expect((await prompt(ctx, id, "echo two")).stopReason).toBe("end_turn");
     });
     expect((await p.exited).code).toBe(0);
-    // Later drops are counted, not said again; the count comes at exit (two turns, a span
-    // and a log record each, and the session's span).
+    // Later drops are counted, not said again; the count comes at exit (two turns: the
+    // turn's span, its attempt's span and its log record each).
     expect(lines()).toEqual([
       expect.stringMatching(FIRST),
-      expect.stringMatching(/^turnguard: telemetry: 5 of 5 records were not exported to /),
+      expect.stringMatching(/^turnguard: telemetry: 6 of 6 records were not exported to /),
     ]);
   }, 120_000);
 });
@@ -442,7 +514,7 @@ describe("Deno from source", () => {
       env: homeEnv(freshHome(), { ...NO_OTEL, FAKE_AGY: "ok", OTEL_EXPORTER_OTLP_ENDPOINT: r.url }),
     });
     expect([res.code, res.stdout]).toEqual([0, "hi there\n"]);
-    expect(r.spans.map((x) => x.attributes["turnguard.status"])).toEqual(["ok"]);
+    expect(r.spans.map((x) => x.attributes["turnguard.status"])).toEqual(["ok", "ok"]);
     expect(r.logs).toHaveLength(1);
   }, 60_000);
 });

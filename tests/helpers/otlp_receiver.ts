@@ -1,10 +1,13 @@
 /**
  * A local OTLP/HTTP receiver for the telemetry tests: a small HTTP server on 127.0.0.1 that
- * decodes the OTLP JSON the exporters send to /v1/traces and /v1/logs. `mode: "silent"`
- * accepts connections and requests and never answers (a collector that hangs).
+ * decodes what the exporters send to /v1/traces and /v1/logs, OTLP/JSON or OTLP protobuf
+ * (by Content-Type; protobuf with tests/helpers/otlp_protobuf.ts), and answers 400 to a
+ * body it cannot decode, as a collector does. `mode: "silent"` accepts connections and
+ * requests and never answers (a collector that hangs).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { decodeLogs, decodeTraces } from "./otlp_protobuf.ts";
 
 /** An OTLP AnyValue as JSON carries it. */
 type AnyValue = {
@@ -46,6 +49,7 @@ export interface ReceivedSpan {
   status: { code?: number; message?: string };
   attributes: Record<string, unknown>;
   links: Array<{ traceId: string; spanId: string; attributes: Record<string, unknown> }>;
+  events: Array<{ name: string; attributes: Record<string, unknown> }>;
   resource: Record<string, unknown>;
 }
 
@@ -67,10 +71,12 @@ export interface Receiver {
   url: string;
   spans: ReceivedSpan[];
   logs: ReceivedLog[];
-  /** Raw request bodies, for "this text is nowhere" checks. */
+  /** Raw request bodies (protobuf read as Latin-1), for "this text is nowhere" checks. */
   raw: string[];
   /** Requests by path, with their headers. */
   requests: Array<{ path: string; headers: IncomingMessage["headers"] }>;
+  /** Bodies that could not be decoded (answered 400), with why. */
+  rejected: string[];
   close(): Promise<void>;
 }
 
@@ -79,24 +85,42 @@ const ms = (nanos: string | number | undefined) => Number(BigInt(nanos ?? 0) / 1
 /** Starts a receiver on 127.0.0.1 (a free port). */
 export async function startReceiver(mode: "ok" | "silent" = "ok"): Promise<Receiver> {
   const held: ServerResponse[] = [];
-  const r: Omit<Receiver, "url" | "close"> = { spans: [], logs: [], raw: [], requests: [] };
+  const r: Omit<Receiver, "url" | "close"> = {
+    spans: [],
+    logs: [],
+    raw: [],
+    requests: [],
+    rejected: [],
+  };
   const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      r.requests.push({ path: req.url ?? "", headers: req.headers });
+      const path = req.url ?? "";
+      r.requests.push({ path, headers: req.headers });
       if (mode === "silent") {
         held.push(res);
         return;
       }
-      r.raw.push(body);
+      const body = Buffer.concat(chunks);
+      const protobuf = req.headers["content-type"] === "application/x-protobuf";
+      r.raw.push(body.toString(protobuf ? "latin1" : "utf8"));
       try {
-        ingest(req.url ?? "", JSON.parse(body), r);
-      } catch {
+        const bytes = new Uint8Array(body);
+        const msg = !protobuf
+          ? JSON.parse(body.toString("utf8"))
+          : path === "/v1/traces"
+          ? decodeTraces(bytes)
+          : decodeLogs(bytes);
+        ingest(path, msg, r);
+      } catch (err) {
+        r.rejected.push(String(err));
         res.writeHead(400).end();
         return;
       }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      // An empty Export…ServiceResponse: no partial success to report, in either encoding.
+      if (protobuf) res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end("{}");
     });
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
@@ -126,6 +150,10 @@ function ingest(path: string, msg: Json, r: Omit<Receiver, "url" | "close">): vo
             traceId: s.traceId,
             spanId: s.spanId,
             parentSpanId: s.parentSpanId ?? "",
+            events: (s.events ?? []).map((e: Json) => ({
+              name: e.name,
+              attributes: attrs(e.attributes),
+            })),
             name: s.name,
             kind: s.kind,
             startMs: ms(s.startTimeUnixNano),

@@ -38,13 +38,16 @@ function world(retries: number, publish = false) {
     policy: { retries, maxWaitMs: 300_000 },
     random: () => 0.5,
   });
+  // Telemetry hears of attempts from the recorder, as the CLI wires it.
   const telemetry: TurnTelemetry = {
-    turnEnded: (o) => void events.push(`telemetry ${o.status}`),
+    attemptEnded: (o, end) =>
+      void events.push(`telemetry ${o.status}${end.final ? "" : ", a retry follows"}`),
+    retryStopped: () => void events.push("telemetry retry stopped"),
     close: () => Promise.resolve(),
   };
+  recorder.exportTo(telemetry);
   const steps: TurnEndSteps = {
     recorder,
-    telemetry,
     onOutcome: (o) => void (events.push(`outcome file ${o.status}`), outcomes.push(o)),
     publish: publish
       ? {
@@ -137,7 +140,7 @@ describe("endTurn", () => {
     expect(events).toEqual([
       "journal retry_scheduled",
       "journal turn_ended",
-      "telemetry failed",
+      "telemetry failed, a retry follows",
       "hold turn 1 for retry 1",
     ]);
   });
@@ -155,9 +158,10 @@ describe("endTurn", () => {
     expect(events).toEqual([
       "journal retry_scheduled",
       "journal turn_ended",
-      "telemetry failed",
+      "telemetry failed, a retry follows",
       "hold turn 1 for retry 1",
       "journal retry_settled",
+      "telemetry retry stopped",
       "outcome file failed",
     ]);
     expect(outcomes.map((o) => o.error?.message)).toEqual([LIMITED.message]);
@@ -204,9 +208,10 @@ describe("endTurn", () => {
     expect(events).toEqual([
       "journal retry_scheduled",
       "journal turn_ended",
-      "telemetry failed",
+      "telemetry failed, a retry follows",
       "hold sent=true",
       "journal retry_settled",
+      "telemetry retry stopped",
       "outcome file failed",
     ]);
   });

@@ -1,6 +1,7 @@
 /**
  * Telemetry units: settings from `[telemetry]` and the OTEL_* environment, the span/log
- * record of an Outcome (attributes, redaction, reply text), and the `[telemetry]` schema.
+ * record of an Outcome (attributes, reply text), the sink's one function for every exported
+ * string, and the `[telemetry]` schema.
  */
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,7 +10,14 @@ import { join } from "node:path";
 import { parseConfigText } from "../../../lib/config/config.ts";
 import { ConfigError } from "../../../lib/errors.ts";
 import { redact } from "../../../lib/text/redact.ts";
-import { swallowed, type TurnContext, turnRecord } from "../../../lib/telemetry/record.ts";
+import {
+  attemptRecord,
+  swallowed,
+  type TurnContext,
+  turnRecord,
+  UNKNOWN_PROVIDER,
+} from "../../../lib/telemetry/record.ts";
+import { EXPORTED_TEXT_BYTES, exportedText, exportedValue } from "../../../lib/telemetry/sink.ts";
 import {
   DEFAULT_FLUSH_MS,
   resolveTelemetry,
@@ -33,11 +41,11 @@ describe("telemetry settings", () => {
     });
     expect(warnings).toEqual([]);
     expect(settings).toEqual({
-      traces: { url: "http://collector:4318/v1/traces", headers: {} },
-      logs: { url: "http://collector:4318/v1/logs", headers: {} },
+      traces: { url: "http://collector:4318/v1/traces", headers: {}, protocol: "http/protobuf" },
+      logs: { url: "http://collector:4318/v1/logs", headers: {}, protocol: "http/protobuf" },
       resource: { "service.name": "turnguard", "service.version": "9.9.9" },
       includeReply: false,
-      providers: { claude: "anthropic", codex: "openai", gemini: "gcp.gemini" },
+      providers: { claude: "anthropic", codex: "openai", gemini: "gcp.gemini", agy: "gcp.gen_ai" },
       flushMs: DEFAULT_FLUSH_MS,
       queueSize: 2048,
     });
@@ -107,17 +115,42 @@ describe("telemetry settings", () => {
       .toBe("s");
   });
 
+  test("protocol: http/protobuf unless asked; a signal's own variable wins; grpc is one line", () => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" };
+    const protocols = (table: TelemetryTable | null, extra: Record<string, string>) => {
+      const { settings, warnings } = resolve(table, { ...env, ...extra });
+      return [settings?.traces?.protocol ?? null, settings?.logs?.protocol ?? null, warnings];
+    };
+    expect(protocols(null, {})).toEqual(["http/protobuf", "http/protobuf", []]);
+    expect(protocols({ protocol: "http/json" }, {})).toEqual(["http/json", "http/json", []]);
+    expect(protocols({ protocol: "http/json" }, { OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" }))
+      .toEqual(["http/protobuf", "http/protobuf", []]);
+    expect(protocols(null, { OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: "HTTP/JSON" }))
+      .toEqual(["http/protobuf", "http/json", []]);
+    // Both signals read the same bad value: one line, and nothing is sent over it.
+    expect(protocols(null, { OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toEqual([null, null, [
+      'telemetry: OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is not supported (only http/protobuf and http/json); nothing is exported over it',
+    ]]);
+    expect(
+      protocols(null, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" }),
+    ).toEqual([null, "http/protobuf", [
+      'telemetry: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="grpc" is not supported (only http/protobuf and http/json); nothing is exported over it',
+    ]]);
+    // Export off: the protocol is not looked at.
+    expect(resolve(null, { OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toEqual({
+      settings: null,
+      warnings: [],
+    });
+  });
+
   test("bad environment values are said once and ignored", () => {
     const r = resolve({ endpoint: "http://table:1" }, {
       OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318",
-      OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
       OTEL_RESOURCE_ATTRIBUTES: "novalue,k=%zz",
     });
     expect(r.settings?.traces?.url).toBe("http://table:1/v1/traces");
     expect(r.warnings).toEqual([
       'telemetry: OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL ("collector:4318"); it is ignored',
-      'telemetry: OTLP protocol "grpc" is not supported; traces go as http/json',
-      'telemetry: OTLP protocol "grpc" is not supported; logs go as http/json',
       'telemetry: OTEL_RESOURCE_ATTRIBUTES: "novalue" is not key=value; it is ignored',
       'telemetry: OTEL_RESOURCE_ATTRIBUTES: the value of "k" is not percent-encoded; ignored',
     ]);
@@ -209,7 +242,7 @@ const ctx = (over: Partial<TurnContext> = {}): TurnContext => ({
   conversationId: "run-1-abc",
   attempt: 0,
   name: "w1",
-  provider: null,
+  provider: UNKNOWN_PROVIDER,
   includeReply: false,
   ...over,
 });
@@ -217,6 +250,10 @@ const ctx = (over: Partial<TurnContext> = {}): TurnContext => ({
 /** A cause with a Google API key in it. */
 const QUOTA_WITH_KEY =
   "RESOURCE_EXHAUSTED: quota reached (key=AIzaSyA1234567890abcdefghijklmnopqrstu)";
+
+/** The turn of a single attempt. */
+const single = (outcome: Parameters<typeof turnRecord>[0], c: TurnContext) =>
+  turnRecord(outcome, c, { startMs: Date.parse(outcome.startedAt), attempts: c.attempt + 1 });
 
 describe("turnRecord", () => {
   test("a swallowed quota failure in run mode: every documented attribute", () => {
@@ -235,14 +272,14 @@ describe("turnRecord", () => {
       },
       retry: { retryable: true, reason: "quota: retry in 1h", afterMs: 3_600_000, at: null },
     });
-    const rec = turnRecord(outcome, ctx({ provider: "gcp.gemini", attempt: 1 }));
+    const rec = single(outcome, ctx({ provider: "gcp.gemini", attempt: 1 }));
     expect(rec.spanName).toBe("invoke_agent agy");
     expect([rec.startMs, rec.endMs]).toEqual([
       Date.parse("2026-01-01T00:00:00.000Z"),
       Date.parse("2026-01-01T00:00:01.500Z"),
     ]);
-    expect(rec.error).toBe(`quota: ${redact(QUOTA_WITH_KEY)}`);
-    expect(redact(QUOTA_WITH_KEY)).not.toContain("AIzaSy");
+    // Texts are as they are: the sink redacts them on their way out.
+    expect(rec.error).toBe(`quota: ${QUOTA_WITH_KEY}`);
     expect(rec.severity).toBe("ERROR");
     expect(rec.attributes).toEqual({
       "gen_ai.operation.name": "invoke_agent",
@@ -262,14 +299,42 @@ describe("turnRecord", () => {
       "turnguard.reply.chars": 0,
       "turnguard.exit.code": 0,
       "turnguard.category": "quota",
-      "turnguard.error.message": redact(QUOTA_WITH_KEY),
+      "turnguard.error.message": QUOTA_WITH_KEY,
       "turnguard.error.code": "429",
       "turnguard.anchor": "agy.executor",
       "turnguard.retryable": true,
       "turnguard.retry.after_ms": 3_600_000,
+      "turnguard.attempts": 2,
     });
-    expect(JSON.stringify(rec.body)).not.toContain("AIzaSy");
-    expect((rec.body as { error: { message: string } }).error.message).toBe(redact(QUOTA_WITH_KEY));
+    expect(rec.body).toEqual({ ...outcome, reply: { chars: 0 } });
+    // The attempt's own span: the same attributes but the operation and the count.
+    const { "gen_ai.operation.name": _op, "turnguard.attempts": _n, ...rest } = rec.attributes;
+    const one = attemptRecord(outcome, ctx({ provider: "gcp.gemini", attempt: 1 }));
+    expect([one.spanName, one.error, one.attributes]).toEqual(["attempt agy", rec.error, rest]);
+  });
+
+  test("a turn of several attempts: from the first start, the last attempt's status", () => {
+    const last = testOutcome("ok", "fine", {
+      startedAt: "2026-01-01T00:00:10.000Z",
+      endedAt: "2026-01-01T00:00:11.000Z",
+    });
+    const rec = turnRecord(last, ctx({ attempt: 2 }), {
+      startMs: Date.parse("2026-01-01T00:00:00.000Z"),
+      attempts: 3,
+    });
+    expect([rec.startMs, rec.endMs, rec.error, rec.severity]).toEqual([
+      Date.parse("2026-01-01T00:00:00.000Z"),
+      Date.parse("2026-01-01T00:00:11.000Z"),
+      null,
+      "INFO",
+    ]);
+    expect(rec.attributes).toMatchObject({
+      "turnguard.status": "ok",
+      "turnguard.attempt": 2,
+      "turnguard.attempts": 3,
+      "gen_ai.provider.name": "_OTHER",
+    });
+    expect(rec.attributes["gen_ai.system"]).toBeUndefined();
   });
 
   test("a proxy turn: the session is the conversation, stop reason and publish result", () => {
@@ -287,7 +352,7 @@ describe("turnRecord", () => {
         fallback: { sent: true, exitCode: 0 },
       },
     });
-    const rec = turnRecord(outcome, ctx({ conversationId: null, provider: "anthropic" }));
+    const rec = single(outcome, ctx({ conversationId: null, provider: "anthropic" }));
     expect(rec.severity).toBe("INFO");
     expect(rec.error).toBeNull();
     expect(rec.attributes).toMatchObject({
@@ -306,18 +371,15 @@ describe("turnRecord", () => {
     expect(rec.attributes["error.type"]).toBeUndefined();
   });
 
-  test("reply text: never by default; redacted with include_reply", () => {
-    const secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz";
-    const outcome = testOutcome("ok", `here is the key ${secret} done`);
-    const off = turnRecord(outcome, ctx());
+  test("reply text: never by default; with include_reply", () => {
+    const outcome = testOutcome("ok", "here is the answer");
+    const off = single(outcome, ctx());
     expect(off.attributes["turnguard.reply.text"]).toBeUndefined();
-    expect(JSON.stringify(off)).not.toContain("here is the key");
+    expect(JSON.stringify(off)).not.toContain("here is the answer");
     expect((off.body as { reply: unknown }).reply).toEqual({ chars: outcome.reply.chars });
-    const on = turnRecord(outcome, ctx({ includeReply: true }));
-    expect(on.attributes["turnguard.reply.text"]).toMatch(
-      /^here is the key \[REDACTED[^\]]*\] done$/,
-    );
-    expect(JSON.stringify(on)).not.toContain(secret);
+    const on = single(outcome, ctx({ includeReply: true }));
+    expect(on.attributes["turnguard.reply.text"]).toBe("here is the answer");
+    expect((on.body as { reply: unknown }).reply).toEqual(outcome.reply);
   });
 
   test("swallowed: the agent said end_turn or exit 0, turnguard said failed", () => {
@@ -329,8 +391,37 @@ describe("turnRecord", () => {
   });
 
   test("empty and truncated turns are warnings, cancelled ones information", () => {
-    expect(turnRecord(testOutcome("empty"), ctx()).severity).toBe("WARN");
-    expect(turnRecord(testOutcome("truncated"), ctx()).severity).toBe("WARN");
-    expect(turnRecord(testOutcome("cancelled"), ctx()).severity).toBe("INFO");
+    expect(single(testOutcome("empty"), ctx()).severity).toBe("WARN");
+    expect(single(testOutcome("truncated"), ctx()).severity).toBe("WARN");
+    expect(single(testOutcome("cancelled"), ctx()).severity).toBe("INFO");
+  });
+});
+
+describe("the sink's one function for every exported string", () => {
+  test("redacted as the journal redacts, controls made visible, lone surrogates replaced", () => {
+    expect(exportedText(QUOTA_WITH_KEY)).toBe(redact(QUOTA_WITH_KEY));
+    expect(exportedText(QUOTA_WITH_KEY)).not.toContain("AIzaSy");
+    expect(exportedText("a\x1b]0;title\x07b\r\n\tc\u2067d")).toBe(
+      "a\\x1b]0;title\\x07b\r\n\tc\\u2067d",
+    );
+    expect(exportedText("x\uDC00y\uD83D\uDE00")).toBe("x\uFFFDy\uD83D\uDE00");
+    expect(exportedText("plain")).toBe("plain");
+  });
+
+  test("a long text is cut, and a key cut short at the end still goes whole", () => {
+    const long = "a".repeat(EXPORTED_TEXT_BYTES - 10) + " sk-ant-api03-abcdefghijklmnop";
+    const out = exportedText(long);
+    expect(out.endsWith("[REDACTED:cut]…")).toBe(true);
+    expect(out).not.toContain("sk-ant");
+    expect(new TextEncoder().encode(out).length).toBeLessThan(EXPORTED_TEXT_BYTES + 64);
+  });
+
+  test("every string of a nested value, keys too; other values kept", () => {
+    const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz";
+    expect(exportedValue({ [key]: [key, 1, true, null, { deep: `x ${key}` }] })).toEqual({
+      "[REDACTED:anthropic]": ["[REDACTED:anthropic]", 1, true, null, {
+        deep: "x [REDACTED:anthropic]",
+      }],
+    });
   });
 });
