@@ -6,7 +6,7 @@
  * modules are never loaded; Deno from source exports too.
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -201,6 +201,64 @@ describe("turnguard run exports each turn", () => {
     expect(r.logs.map((l) => [l.severityText, l.spanId])).toEqual([["INFO", turn.spanId]]);
   }, 60_000);
 
+  /** `run --retries 1` of the flaky agent whose first step asks for a 100 s wait. */
+  async function waitingRetry(
+    r: Receiver,
+    then: (
+      child: { kill(signal: NodeJS.Signals): boolean },
+      env: Record<string, string | undefined>,
+    ) => void,
+  ) {
+    const dir = freshHome();
+    const journal = join(dir, "journal.jsonl");
+    const env = homeEnv(dir, {
+      ...NO_OTEL,
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      TURNGUARD_JOURNAL: journal,
+      FLAKY_COUNTER: join(dir, "counter"),
+      FLAKY_PLAN: "longhint,ok",
+    });
+    const scheduled = () =>
+      existsSync(journal) && readFileSync(journal, "utf8").includes("retry_scheduled");
+    return await runProcess(
+      [binary, "run", "--name", "w1", "--retries", "1", "--retry-max-wait", "200", "--", FLAKY],
+      {
+        env,
+        onSpawn: (c) =>
+          void (async () => {
+            for (let i = 0; i < 600 && !scheduled(); i++) await Bun.sleep(50);
+            then(c, env);
+          })(),
+      },
+    );
+  }
+
+  test("turnguard retry runs the waiting retry now: one OK turn span, two attempts", async () => {
+    const r = await receiver();
+    const res = await waitingRetry(r, (_child, env) => {
+      void runProcess([binary, "retry", "w1"], { env });
+    });
+    expect([res.code, res.stdout]).toEqual([0, "the answer\n"]);
+    const turns = r.spans.filter((s) => s.name.startsWith("invoke_agent "));
+    const attempts = r.spans.filter((s) => s.name.startsWith("attempt "));
+    expect(turns.map((t) => [t.status.code ?? 0, t.attributes["turnguard.attempts"]])).toEqual([
+      [0, 2],
+    ]);
+    expect(attempts.map((a) => a.parentSpanId)).toEqual([turns[0].spanId, turns[0].spanId]);
+  }, 60_000);
+
+  test("a waiting retry stopped by SIGTERM: the turn ends ERROR with its one attempt", async () => {
+    const r = await receiver();
+    const res = await waitingRetry(r, (child) => void child.kill("SIGTERM"));
+    expect(res.code).toBe(1);
+    const turns = r.spans.filter((s) => s.name.startsWith("invoke_agent "));
+    expect(turns.map((t) => [t.status.code, t.attributes["turnguard.attempts"]])).toEqual([
+      [2, 1],
+    ]);
+    expect(r.spans.filter((s) => s.parentSpanId === turns[0].spanId)).toHaveLength(1);
+    expect(r.logs.map((l) => l.severityText)).toEqual(["ERROR"]);
+  }, 60_000);
+
   test("reply text: absent by default, redacted with include_reply", async () => {
     const secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz";
     const agent = join(mkdtempSync(join(tmpdir(), "tg-otel-agent-")), "talker");
@@ -390,6 +448,24 @@ describe("turnguard proxy exports each turn, one trace per turn", () => {
       .toEqual([[0, "failed"], [1, "ok"]]);
     expect(attempts.map((a) => a.parentSpanId)).toEqual([turns[0].spanId, turns[0].spanId]);
     expect(r.logs.map((l) => l.severityText)).toEqual(["INFO"]);
+  }, 60_000);
+
+  test("a key in the agent's stopReason is redacted on its way out", async () => {
+    const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123";
+    const r = await receiver();
+    const s = scratch();
+    const p = track(binaryProxy(s, [], { OTEL_EXPORTER_OTLP_ENDPOINT: r.url }));
+    await withClient(p, async (ctx) => {
+      const id = await openSession(ctx);
+      // The client may refuse a stop reason it does not know; the turn is exported anyway.
+      await prompt(ctx, id, `stop ${key}`).catch(() => null);
+    });
+    await p.exited;
+    expect(r.rejected).toEqual([]);
+    const [turn] = r.spans.filter((x) => x.name === "invoke_agent fake");
+    expect(turn.attributes["turnguard.stop_reason"]).toBe("[REDACTED:anthropic]");
+    expect(turn.attributes["gen_ai.response.finish_reasons"]).toEqual(["[REDACTED:anthropic]"]);
+    expect(r.raw.join("\n")).not.toContain("abcdefghijklmnopqrstuvwxyz0123");
   }, 60_000);
 
   test("a collector that never answers: every prompt answered, exit within the bound", async () => {
