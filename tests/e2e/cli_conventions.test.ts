@@ -200,7 +200,10 @@ _turnguard; printf '%s\\n' "\${COMPREPLY[@]}"`;
     expect(zsh.stdout).toStartWith("#compdef turnguard\n");
     const fish = await turnguard(["completions", "fish"]);
     expect(fish.stdout).toContain(
-      'complete -c turnguard -n "__fish_seen_subcommand_from run" -l timeout',
+      'complete -c turnguard -n "__fish_seen_subcommand_from run" -l timeout -r\n',
+    );
+    expect(fish.stdout).toContain(
+      'complete -c turnguard -n "__fish_seen_subcommand_from run" -l verbose\n',
     );
     if (spawnSync("fish", ["--version"]).status === 0) {
       const f = join(home, "tg.fish");
