@@ -64,11 +64,13 @@ export const FLAG_VALUES: Readonly<Record<string, string>> = {
  * node:util's words for a string flag given without its value: at the end of the line
  * (`Option '--journal <value>' argument missing`), or followed by another flag (`Option
  * '--journal' argument is ambiguous.`), with the short name first when it has one
- * (`'-n, --limit <value>'`). From Node's lib/internal/util/parse_args/parse_args.js
- * (checkOptionLikeValue, checkOptionUsage), which Bun and Deno run as node:util.
+ * (`'-n, --limit <value>'`), or the flag as given (`'-n' argument is ambiguous`). The words
+ * of Node's parseArgs (nodejs/node lib/internal/util/parse_args/parse_args.js:
+ * checkOptionUsage, checkOptionLikeValue), which Bun's port (oven-sh/bun
+ * src/bun.js/node/util/parse_args.zig) keeps; tests/e2e/cli_conventions.test.ts runs each form.
  */
 const MISSING_VALUE =
-  /^Option '(?:-\w, )?--([\w-]+)(?: <value>)?' argument (?:missing|is ambiguous)/;
+  /^Option '(?:-\w, )?(--[\w-]+|-\w)(?: <value>)?' argument (?:missing|is ambiguous)/;
 
 /** The flag every subcommand takes. */
 const HELP_OPTION = { help: { type: "boolean", short: "h" } } satisfies OptionSpec;
@@ -89,7 +91,10 @@ export function parseOptions<T extends OptionSpec>(
     parsed = parseStrict(argv, { ...options, ...HELP_OPTION } as T, allowPositionals);
   } catch (err) {
     const message = (err as Error).message.split("\n")[0].replace(/\. To specify.*$/, "");
-    const missing = MISSING_VALUE.exec(message)?.[1];
+    const given = MISSING_VALUE.exec(message)?.[1];
+    const missing = given === undefined || given.startsWith("--")
+      ? given?.slice(2)
+      : Object.keys(options).find((name) => options[name].short === given.slice(1));
     if (missing !== undefined) {
       throw new UsageError(
         `${subcommand}: --${missing} needs a value (${FLAG_VALUES[missing] ?? "VALUE"})`,

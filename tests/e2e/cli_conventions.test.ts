@@ -154,6 +154,7 @@ describe("usage errors name the flag and suggest the closest", () => {
       // followed by another flag (node:util: "argument is ambiguous")
       [["log", "--journal", "--json"], 2, "log: --journal needs a value (PATH)"],
       [["log", "-n"], 2, "log: --limit needs a value (N)"],
+      [["log", "-n", "--json"], 2, "log: --limit needs a value (N)"],
       [["run", "--timeout"], 125, "run: --timeout needs a value (S)"],
       [["proxy", "--var"], 125, "proxy: --var needs a value (NAME=VALUE)"],
     ] as const;

@@ -101,6 +101,22 @@ describe("make release", () => {
     expect(readdirSync(empty)).toEqual([]);
   });
 
+  test("scripts/install.sh installs the linux-x64 binary from the release directory", () => {
+    if (process.arch !== "x64") return;
+    const dir = join(work, "installed-bin");
+    const r = run(["sh", join(ROOT, "scripts", "install.sh"), version], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: work,
+        TURNGUARD_DOWNLOAD_BASE: `file://${out}`,
+        TURNGUARD_INSTALL_DIR: dir,
+      },
+    });
+    expect(r.status).toBe(0);
+    const v = run([join(dir, "turnguard"), "--version"]);
+    expect(v.stdout).toMatch(new RegExp(`^turnguard ${version} \\(${COMMIT}(-dirty)?\\)\\n$`));
+  });
+
   test("linux-arm64 under qemu-user", () => {
     if (!QEMU) {
       console.warn("release.test: skipped linux-arm64 under qemu-user (not installed)");
