@@ -24,6 +24,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COMMAND_HELP } from "../../lib/cli/command_help.ts";
+import { HELP } from "../../lib/cli/help.ts";
 import { ensureBinary } from "../helpers/binary.ts";
 import { type Finished, homeEnv, ROOT, runProcess } from "../helpers/cli.ts";
 import {
@@ -610,8 +611,11 @@ describe("every example shown to users", () => {
     }
   });
 
-  test("every flag of a synopsis is a flag of its command", () => {
-    for (const s of synopses) {
+  test("every flag of a synopsis is a flag of its command (docs and turnguard --help)", () => {
+    const usage = HELP.split("\n").filter((l) => /^ {2}turnguard [a-z]+ .*[[|]/.test(l))
+      .map((l) => ({ where: "turnguard --help", command: l.trim() }));
+    expect(usage.length).toBeGreaterThan(5);
+    for (const s of [...synopses, ...usage]) {
       const name = s.command.split(/\s+/)[1];
       const flags = [...Object.keys(COMMAND_HELP[name].flags), "help"];
       const used = [...s.command.matchAll(/(?<![\w-])--([a-z][\w-]*)/g)].map((m) => m[1]);
