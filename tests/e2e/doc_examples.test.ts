@@ -129,9 +129,11 @@ class Sandbox {
 /**
  * A stand-in ACP agent (newline-delimited JSON-RPC on stdio). Its mode decides the turn:
  * `answer` streams "the answer"; `overloaded` answers the prompt with the JSON-RPC error a
- * backend's 503 becomes; `http429` with an HTTP status as its error code.
+ * backend's 503 becomes; `http429` with an HTTP status as its error code; `agy-quota` ends
+ * the turn empty after writing agy's quota error to agy's log.
  */
 const ACP_STANDIN = `import { createInterface } from "node:readline";
+import { appendFileSync, mkdirSync } from "node:fs";
 const mode = process.argv[2];
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
 createInterface({ input: process.stdin }).on("line", (line) => {
@@ -142,6 +144,14 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   if (m.method !== "session/prompt") return send({ jsonrpc: "2.0", id: m.id, result: {} });
   if (mode === "overloaded") {
     return send({ jsonrpc: "2.0", id: m.id, error: { code: -32603, message: "UNAVAILABLE (code 503): The model is overloaded." } });
+  }
+  if (mode === "agy-quota") {
+    // What agy writes to its glog file when its backend's quota is spent (examples/agents/agy).
+    const dir = process.env.HOME + "/.gemini/antigravity-cli/log";
+    mkdirSync(dir, { recursive: true });
+    appendFileSync(dir + "/cli-acp.log", "E1201 10:00:00.000000 " + process.pid +
+      " log.go:398] agent executor error: RESOURCE_EXHAUSTED (code 429): Individual quota reached. Resets in 40h52m46s.\\n");
+    return send({ jsonrpc: "2.0", id: m.id, result: { stopReason: "end_turn" } });
   }
   if (mode === "http429") {
     return send({ jsonrpc: "2.0", id: m.id, error: { code: 429, message: "Too Many Requests: rate limit exceeded for this API key" } });
@@ -569,6 +579,17 @@ echo "UNAVAILABLE (code 503): The model is overloaded. Please retry in 0.2s." >&
       expect(outcomes.map((o) => [o.mode, o.status, o.reply.text])).toEqual([
         ["proxy", "ok", "the answer"],
       ]);
+    },
+  'docs/PROXY.md: acpx --agent "turnguard proxy --agent agy --turn-timeout 120 -- agy-acp" exec "fix the tests"':
+    async (e, box) => {
+      box.acpAgent("agy-acp", "agy-quota");
+      symlinkSync(join(ROOT, "node_modules", ".bin", "acpx"), join(box.bin, "acpx"));
+      const r = await box.sh(e.command);
+      const doc = readFileSync(join(ROOT, "docs/PROXY.md"), "utf8");
+      const said = doc.split(e.command + "\n")[1].split("\n")[0].replace(/^# /, "");
+      expect(said).toStartWith("[error] RUNTIME: ");
+      expect(r.code).toBe(1);
+      expect((r.stdout + r.stderr).split("\n")).toContain(said);
     },
   "docs/PROXY.md: turnguard proxy --rewrite-errors -- gemini --experimental-acp": async (
     e,

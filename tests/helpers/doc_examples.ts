@@ -5,8 +5,8 @@
  *
  * In a code block, a line that starts with `turnguard ` (or `$ turnguard `, a transcript,
  * whose output is the lines after it up to the next `$ `) is either a synopsis — it holds
- * `[`, `|` or `...`, as `turnguard log [NAME|SESSION] [--limit N]` — or an example. Lines
- * ending in `\` continue on the next.
+ * `[`, `|` or `...`, as `turnguard log [NAME|SESSION] [--limit N]` — or an example; so is an
+ * `acpx` line that starts turnguard as its agent. Lines ending in `\` continue on the next.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -43,7 +43,10 @@ export function docCommands(): { synopses: ShownCommand[]; examples: ShownComman
       const lines = block[1].split("\n");
       for (let i = 0; i < lines.length; i++) {
         const transcript = lines[i].startsWith("$ turnguard ");
-        if (!transcript && !lines[i].startsWith("turnguard ")) continue;
+        // A client started with turnguard as its agent (docs/CLIENTS.md's are run by
+        // tests/e2e/clients.test.ts).
+        const client = file !== "docs/CLIENTS.md" && /^acpx .*turnguard /.test(lines[i]);
+        if (!transcript && !client && !lines[i].startsWith("turnguard ")) continue;
         let command = lines[i].replace(/^\$ /, "");
         while (command.endsWith("\\") && i + 1 < lines.length) {
           command = command.slice(0, -1) + lines[++i].trim();
