@@ -72,6 +72,14 @@ export const FLAG_VALUES: Readonly<Record<string, string>> = {
 const MISSING_VALUE =
   /^Option '(?:-\w, )?(--[\w-]+|-\w)(?: <value>)?' argument (?:missing|is ambiguous)/;
 
+/** The long name of the flag a parseArgs error says was given without its value, or null. */
+function flagWithoutValue(message: string, options: OptionSpec): string | null {
+  const given = MISSING_VALUE.exec(message)?.[1];
+  if (given === undefined) return null;
+  if (given.startsWith("--")) return given.slice(2);
+  return Object.keys(options).find((name) => options[name].short === given.slice(1)) ?? null;
+}
+
 /** The flag every subcommand takes. */
 const HELP_OPTION = { help: { type: "boolean", short: "h" } } satisfies OptionSpec;
 
@@ -91,11 +99,8 @@ export function parseOptions<T extends OptionSpec>(
     parsed = parseStrict(argv, { ...options, ...HELP_OPTION } as T, allowPositionals);
   } catch (err) {
     const message = (err as Error).message.split("\n")[0].replace(/\. To specify.*$/, "");
-    const given = MISSING_VALUE.exec(message)?.[1];
-    const missing = given === undefined || given.startsWith("--")
-      ? given?.slice(2)
-      : Object.keys(options).find((name) => options[name].short === given.slice(1));
-    if (missing !== undefined) {
+    const missing = flagWithoutValue(message, options);
+    if (missing !== null) {
       throw new UsageError(
         `${subcommand}: --${missing} needs a value (${FLAG_VALUES[missing] ?? "VALUE"})`,
       );
