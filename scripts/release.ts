@@ -1,6 +1,7 @@
 /**
  * `make release`: from one machine, the compiled binaries for every target, each in
- * `turnguard-<version>-<target>.tar.gz` with the README and LICENSE, the npm package
+ * `turnguard-<version>-<target>.tar.gz` with the README, LICENSE and the examples the docs
+ * point at (`examples/`, the files git tracks), the npm package
  * (`turnguard-<version>.tgz`, whose bin is the single-file Node bundle), and SHA256SUMS.
  *
  * The version is package.json's; the commit is embedded in every build (`--version`).
@@ -21,7 +22,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
 /** Release target → bun's compile target. */
@@ -57,6 +58,14 @@ function buildCommit(): string {
 
 const define = (commit: string) => ["--define", `TURNGUARD_BUILD_COMMIT=${JSON.stringify(commit)}`];
 
+/**
+ * The files of `examples/` git tracks (not what a Docker build left there), the ones the
+ * npm package ships too (package.json `files`).
+ */
+export function exampleFiles(): string[] {
+  return run("git", ["ls-files", "examples"]).split("\n").filter(Boolean);
+}
+
 /** One target's tarball; returns its file name. */
 function releaseTarget(target: Target, version: string, commit: string, out: string): string {
   const name = `turnguard-${version}-${target}`;
@@ -79,7 +88,10 @@ function releaseTarget(target: Target, version: string, commit: string, out: str
     "--outfile",
     join(dir, "turnguard"),
   ]);
-  for (const file of ["README.md", "LICENSE"]) copyFileSync(join(ROOT, file), join(dir, file));
+  for (const file of ["README.md", "LICENSE", ...exampleFiles()]) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    copyFileSync(join(ROOT, file), join(dir, file));
+  }
   const tarball = `${name}.tar.gz`;
   run("tar", ["--owner=0", "--group=0", "--numeric-owner", "-czf", tarball, name], out);
   rmSync(dir, { recursive: true, force: true });

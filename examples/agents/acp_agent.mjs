@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // A minimal ACP agent over stdio (newline-delimited JSON-RPC), without dependencies, for
-// trying turnguard's client recipes (docs/CLIENTS.md). Two behaviours:
+// trying turnguard's client recipes (docs/CLIENTS.md). Three behaviours:
 //
 //   node acp_agent.mjs answer    streams "Hello from the example agent." and ends the turn
 //   node acp_agent.mjs swallow   like an agent whose backend failed: it logs
 //                                `ERROR backend: 429 Too Many Requests` to its log file and
 //                                ends the turn with no text (exit 0, stop reason end_turn)
+//   node acp_agent.mjs throw     like an agent built on the ACP SDK whose prompt handler
+//                                throws: the SDK answers -32603 "Internal error" with the
+//                                cause only in data.details (@agentclientprotocol/sdk,
+//                                src/jsonrpc.ts errorToResult: RequestError.internalError)
 //
 // The log file is $ACP_EXAMPLE_LOG, else $HOME/.cache/turnguard-example/agent.log — the
 // path examples/agents/turnguard.toml gives the `example` profile.
@@ -26,10 +30,20 @@ function logLine(level, text) {
   appendFileSync(log, `${new Date().toISOString()} ${level} ${text}\n`);
 }
 
+/** The cause the failing modes report. */
+const CAUSE = "backend: 429 Too Many Requests (rate limit exceeded for this API key)";
+
 function prompt(id, params) {
+  if (mode === "throw") {
+    return send({
+      jsonrpc: "2.0",
+      id,
+      error: { code: -32603, message: "Internal error", data: { details: `Error: ${CAUSE}` } },
+    });
+  }
   if (mode === "swallow") {
     logLine("WARN", "backend: 429 Too Many Requests, retrying in 1s");
-    logLine("ERROR", "backend: 429 Too Many Requests (rate limit exceeded for this API key)");
+    logLine("ERROR", CAUSE);
     return reply(id, { stopReason: "end_turn" });
   }
   for (const text of ["Hello from ", "the example agent."]) {

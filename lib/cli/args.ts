@@ -38,6 +38,48 @@ export class HelpRequest extends TurnguardError {
   }
 }
 
+/**
+ * The value each flag that takes one is shown with, in `--help` (`--journal PATH`) and in
+ * the error for a flag given without its value. A flag name means one kind of value in every
+ * subcommand; a test holds this table equal to the string flags of every options table.
+ */
+export const FLAG_VALUES: Readonly<Record<string, string>> = {
+  agent: "NAME",
+  config: "PATH",
+  "outcome-file": "PATH",
+  timeout: "S",
+  "turn-timeout": "S",
+  "max-line-bytes": "N",
+  grace: "S",
+  var: "NAME=VALUE",
+  journal: "PATH",
+  name: "NAME",
+  retries: "N",
+  "retry-max-wait": "S",
+  limit: "N",
+  kind: "K",
+};
+
+/**
+ * node:util's words for a string flag given without its value: at the end of the line
+ * (`Option '--journal <value>' argument missing`), or followed by another flag (`Option
+ * '--journal' argument is ambiguous.`), with the short name first when it has one
+ * (`'-n, --limit <value>'`), or the flag as given (`'-n' argument is ambiguous`). The words
+ * of Node's parseArgs (nodejs/node lib/internal/util/parse_args/parse_args.js:
+ * checkOptionUsage, checkOptionLikeValue), which Bun's port (oven-sh/bun
+ * src/bun.js/node/util/parse_args.zig) keeps; tests/e2e/cli_conventions.test.ts runs each form.
+ */
+const MISSING_VALUE =
+  /^Option '(?:-\w, )?(--[\w-]+|-\w)(?: <value>)?' argument (?:missing|is ambiguous)/;
+
+/** The long name of the flag a parseArgs error says was given without its value, or null. */
+function flagWithoutValue(message: string, options: OptionSpec): string | null {
+  const given = MISSING_VALUE.exec(message)?.[1];
+  if (given === undefined) return null;
+  if (given.startsWith("--")) return given.slice(2);
+  return Object.keys(options).find((name) => options[name].short === given.slice(1)) ?? null;
+}
+
 /** The flag every subcommand takes. */
 const HELP_OPTION = { help: { type: "boolean", short: "h" } } satisfies OptionSpec;
 
@@ -57,6 +99,12 @@ export function parseOptions<T extends OptionSpec>(
     parsed = parseStrict(argv, { ...options, ...HELP_OPTION } as T, allowPositionals);
   } catch (err) {
     const message = (err as Error).message.split("\n")[0].replace(/\. To specify.*$/, "");
+    const missing = flagWithoutValue(message, options);
+    if (missing !== null) {
+      throw new UsageError(
+        `${subcommand}: --${missing} needs a value (${FLAG_VALUES[missing] ?? "VALUE"})`,
+      );
+    }
     const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec(message)?.[1];
     const name = unknown?.replace(/^-{1,2}/, "").split("=")[0];
     const hint = name ? closestName(name, Object.keys(options)) : null;

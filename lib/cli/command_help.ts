@@ -1,10 +1,18 @@
 /**
- * Each subcommand's `--help`: what it does, its flags with their defaults, its exit codes
- * and one example. The flag names here are the ones shell completions offer; a test holds
- * them equal to each subcommand's real options table.
+ * Each subcommand's `--help`: what it does, its flags with their values and defaults, its
+ * exit codes and its examples. The flag names here are the ones shell completions offer; a
+ * test holds them equal to each subcommand's real options table, and another runs every
+ * example (tests/e2e/help_examples.test.ts) and checks it does what its line says.
  */
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { DEFAULT_RETRY_MAX_WAIT_S } from "../retry/policy.ts";
+import { FLAG_VALUES } from "./args.ts";
+
+/** One example of a subcommand: the command line as typed, and what it does. */
+export interface Example {
+  command: string;
+  does: string;
+}
 
 /** One subcommand's help. */
 export interface CommandHelp {
@@ -13,7 +21,7 @@ export interface CommandHelp {
   /** Flag name (without `--`) → what it does and its default. */
   flags: Record<string, string>;
   exit: string;
-  example: string;
+  examples: Example[];
 }
 
 const CONFIG = "config file (default: $TURNGUARD_CONFIG, else ~/.config/turnguard/turnguard.toml)";
@@ -26,11 +34,9 @@ const JOURNAL = {
   "retry-max-wait":
     `longest wait before a retry, in seconds (default: ${DEFAULT_RETRY_MAX_WAIT_S})`,
 };
+/** The exit codes run and proxy share, after their own first lines (env, timeout, nice). */
 const WRAPPER_EXIT = (who: string) =>
-  `the agent's own status when it failed by itself; 128+N when it died of signal N;
-  1    turnguard surfaced a failure the agent swallowed
-  124  --timeout expired (run only)
-  125  turnguard's own usage or config error: nothing was run
+  `125  turnguard's own usage or config error: nothing was run
   126  ${who} was found but cannot be executed (not executable, missing interpreter)
   127  ${who} was not found`;
 const SCAN_FLAGS = {
@@ -57,8 +63,15 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       verbose: "print turnguard's diagnostics on stderr",
       ...JOURNAL,
     },
-    exit: WRAPPER_EXIT("the command"),
-    example: "turnguard run --timeout 600 -- agy --print 'fix the failing test'",
+    exit: `the agent's own status when it failed by itself; 128+N when it died of signal N;
+  0    the turn ended ok, or honestly empty
+  1    turnguard surfaced a failure the agent swallowed
+  124  --timeout expired: the agent was stopped
+  ${WRAPPER_EXIT("the command")}`,
+    examples: [{
+      command: "turnguard run --timeout 600 -- agy --print 'fix the failing test'",
+      does: "runs agy for at most 10 minutes; a failure it swallowed is named on stderr, exit 1",
+    }],
   },
   proxy: {
     summary: "A transparent ACP stdio proxy: an editor or bridge spawns it instead of the " +
@@ -80,10 +93,15 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       var: "set a turn variable NAME=VALUE (repeatable), e.g. channel, reply_to",
       ...JOURNAL,
     },
-    exit: WRAPPER_EXIT("the agent command") +
+    exit: `the agent's own status when it exits (128+N when it died of signal N); a failed turn
+  is answered with a JSON-RPC error, not an exit code
+  ${WRAPPER_EXIT("the agent command")}` +
       "\n  When the agent cannot be started, the client's first requests are answered " +
       "with a JSON-RPC error naming the command and the reason.",
-    example: "turnguard proxy --agent gemini -- gemini --experimental-acp",
+    examples: [{
+      command: "turnguard proxy --agent gemini -- gemini --experimental-acp",
+      does: "speaks ACP on stdio in gemini's place, with the gemini profile",
+    }],
   },
   wait: {
     summary: "Waits for a session's last turn in the journal and reports its outcome (and " +
@@ -98,7 +116,10 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     exit: `0 the turn ended (ok, empty, refused, truncated, cancelled); 1 it failed;
   2 usage error; 3 timed out waiting; 4 no such session; 5 incomplete (its process is gone
   and a record of it was cut short); 6 the journal is not a regular file`,
-    example: "turnguard wait nightly --print",
+    examples: [{
+      command: "turnguard wait nightly --print",
+      does: "waits for the latest turn of the session named nightly and prints its reply",
+    }],
   },
   log: {
     summary: "Lists the journal's latest turns, newest last.",
@@ -109,7 +130,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       journal: JOURNAL.journal,
     },
     exit: "0 listed; 2 usage error; 4 no such session; 6 the journal is not a regular file",
-    example: "turnguard log -n 5",
+    examples: [{ command: "turnguard log -n 5", does: "lists the 5 latest turns" }],
   },
   retry: {
     summary: "Runs the retry that waits for a session's latest turn now.",
@@ -117,14 +138,20 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     flags: { journal: JOURNAL.journal },
     exit: `0 the owner was signalled; 1 no retry waits; 2 usage error; 4 no such session;
   5 the process that owned the retry is gone; 6 the journal is not a regular file`,
-    example: "turnguard retry nightly",
+    examples: [{
+      command: "turnguard retry nightly",
+      does: "runs now the retry that waits for nightly's latest turn",
+    }],
   },
   scan: {
     summary: "Scans log files (or stdin) with the anchors and prints what matched.",
     usage: "turnguard scan [OPTIONS] FILE...|-",
     flags: SCAN_FLAGS,
     exit: "0 an anchor matched; 1 none did; 2 usage or config error",
-    example: "turnguard scan --agent agy ~/.gemini/antigravity/logs/agy.INFO",
+    examples: [{
+      command: "turnguard scan --agent agy ~/.gemini/antigravity-cli/log/cli-*.log",
+      does: "every failure agy's logs hold, with its anchor, category, file and line",
+    }],
   },
   explain: {
     summary: "Shows which anchors were tried on one input, what each said, and why the " +
@@ -132,7 +159,13 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     usage: "turnguard explain [OPTIONS] TEXT|-",
     flags: SCAN_FLAGS,
     exit: "0 an anchor matched; 1 none did; 2 usage or config error",
-    example: "turnguard explain 'HTTP 429 Too Many Requests'",
+    examples: [{
+      command: "turnguard explain --kind text 'HTTP 429 Too Many Requests'",
+      does: "generic.rate-limit wins: category rate_limit, retry with backoff",
+    }, {
+      command: "turnguard explain 'HTTP 429 Too Many Requests'",
+      does: "read as a log line, which no anchor matches: winner none, exit 1",
+    }],
   },
   check: {
     summary: "Validates the config and loads every plugin as run and proxy would; prints a " +
@@ -144,7 +177,10 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       verbose: "list every profile's anchors and every detector",
     },
     exit: "0 the config and every plugin load; 2 with the first error",
-    example: "turnguard check --config ./turnguard.toml --verbose",
+    examples: [{
+      command: "turnguard check --config examples/agents/turnguard.toml --verbose",
+      does: "loads the example agent's profile with the built-in ones and lists every anchor",
+    }],
   },
   replay: {
     summary: "Runs a recording (proxy --record FILE) through a real proxy with your config " +
@@ -159,14 +195,21 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "agent-side": "play the recording's agent side on stdio (what the proxy runs)",
     },
     exit: "0 the recording was replayed; 2 usage, config or recording error",
-    example: "turnguard replay --verbose turn.jsonl",
+    examples: [{
+      command: "turnguard replay --verbose examples/recordings/codex-overloaded-then-ok.jsonl",
+      does: "replays a recorded codex-acp session (an overloaded backend, then a clean turn) " +
+        "and prints each turn's Outcome and its diagnostics",
+    }],
   },
   schema: {
     summary: "Prints the JSON Schema of the Outcome (v1).",
     usage: "turnguard schema",
     flags: {},
     exit: "0",
-    example: "turnguard schema > outcome.schema.json",
+    examples: [{
+      command: "turnguard schema > outcome.schema.json",
+      does: "writes the Outcome's JSON Schema to a file",
+    }],
   },
   types: {
     summary: "Prints the TypeScript declarations of the plugin API, for plugin authors " +
@@ -174,24 +217,33 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     usage: "turnguard types",
     flags: {},
     exit: "0",
-    example: "turnguard types > turnguard.d.ts",
+    examples: [{
+      command: "turnguard types > turnguard.d.ts",
+      does: "writes the declarations a plugin imports its types from",
+    }],
   },
   completions: {
     summary: "Prints a shell completion script.",
     usage: "turnguard completions bash|zsh|fish",
     flags: {},
     exit: "0; 2 for an unknown shell",
-    example: "turnguard completions bash > ~/.local/share/bash-completion/completions/turnguard",
+    examples: [{
+      command: "source <(turnguard completions bash)",
+      does: "completes turnguard's commands and flags in this bash session",
+    }],
   },
 };
 
+/** A flag as its help shows it: `--journal PATH`, `--verbose`. */
+const flagWithValue = (flag: string) =>
+  FLAG_VALUES[flag] === undefined ? `--${flag}` : `--${flag} ${FLAG_VALUES[flag]}`;
+
 /** The `--help` text of one subcommand. */
 export function formatCommandHelp(name: string, help: CommandHelp): string {
-  const width = Math.max(0, ...Object.keys(help.flags).map((f) => f.length));
-  const flags = Object.entries(help.flags).map(([flag, text]) =>
-    `  --${flag.padEnd(width)}  ${text}`
-  );
-  flags.push(`  --${"help".padEnd(width)}  this help (-h)`);
+  const shown = Object.keys(help.flags).map(flagWithValue);
+  const width = Math.max(6, ...shown.map((f) => f.length));
+  const flags = Object.values(help.flags).map((text, i) => `  ${shown[i].padEnd(width)}  ${text}`);
+  flags.push(`  ${"--help".padEnd(width)}  this help (-h)`);
   return [
     `turnguard ${name}: ${help.summary}`,
     "",
@@ -203,8 +255,8 @@ export function formatCommandHelp(name: string, help: CommandHelp): string {
     "Exit codes:",
     `  ${help.exit}`,
     "",
-    "Example:",
-    `  ${help.example}`,
+    help.examples.length === 1 ? "Example:" : "Examples:",
+    ...help.examples.flatMap((e) => [`  ${e.command}`, `      ${e.does}`]),
     "",
   ].join("\n");
 }

@@ -3,7 +3,7 @@
  * one's flags, generated from the same table as `--help`, so the two never disagree.
  */
 import { UsageError } from "../errors.ts";
-import { parseOptions } from "./args.ts";
+import { FLAG_VALUES, parseOptions } from "./args.ts";
 import { stdout } from "../io/stdio.ts";
 import { COMMAND_HELP } from "./command_help.ts";
 
@@ -65,9 +65,11 @@ function fishScript(): string {
       `complete -c turnguard -n "not __fish_seen_subcommand_from ${names.join(" ")}" ` +
       `-a ${name} -d ${JSON.stringify(COMMAND_HELP[name].summary.split(/[.:;]/)[0])}`
     ),
+    // -r: the flag takes a value (FLAG_VALUES), which fish then completes.
     ...names.flatMap((name) =>
       flagsOf(name).map((flag) =>
-        `complete -c turnguard -n "__fish_seen_subcommand_from ${name}" -l ${flag}`
+        `complete -c turnguard -n "__fish_seen_subcommand_from ${name}" -l ${flag}` +
+        (FLAG_VALUES[flag] === undefined ? "" : " -r")
       )
     ),
     `complete -c turnguard -n "__fish_seen_subcommand_from completions" -a "${SHELLS.join(" ")}"`,

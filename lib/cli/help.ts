@@ -49,12 +49,13 @@ Usage:
   turnguard --version | -V      turnguard --help | -h
 
 \`turnguard COMMAND --help\` (or \`turnguard help COMMAND\`) lists a command's flags, defaults,
-exit codes and an example.
+exit codes and examples.
 
-Exit codes (run, proxy) follow env, timeout and nice: the agent's own status when it
-failed by itself (128+N for signal N); 1 when turnguard surfaced a failure the agent
-swallowed; 124 when run's --timeout expired; 125 for turnguard's own usage or config
-errors; 126 when the command cannot be executed; 127 when it is not found.
+Exit codes of run and proxy follow env, timeout and nice: the agent's own status when it
+failed by itself (128+N for signal N); 125 for turnguard's own usage or config errors;
+126 when the command cannot be executed; 127 when it is not found. run also exits 1 when
+turnguard surfaced a failure the agent swallowed and 124 when --timeout expired; proxy
+answers a failed turn with a JSON-RPC error instead.
 Other commands: 0 success, 1 a negative answer, 2 usage or config errors, more for wait,
 log and retry (see their --help).
 `;

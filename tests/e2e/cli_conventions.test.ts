@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { closestName } from "../../lib/cli/args.ts";
+import { closestName, FLAG_VALUES } from "../../lib/cli/args.ts";
 import { COMMAND_HELP } from "../../lib/cli/command_help.ts";
 import { RUN_OPTIONS } from "../../lib/cli/run.ts";
 import { PROXY_OPTIONS } from "../../lib/cli/proxy.ts";
@@ -66,13 +66,44 @@ describe("--help", () => {
         const r = await turnguard([name, flag], { env: env() });
         expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
         expect(r.stdout).toStartWith(`turnguard ${name}: `);
-        for (const part of ["Usage: turnguard", "Options:", "Exit codes:", "Example:"]) {
+        for (const part of ["Usage: turnguard", "Options:", "Exit codes:"]) {
           expect(r.stdout).toContain(part);
         }
-        for (const f of Object.keys(COMMAND_HELP[name].flags)) expect(r.stdout).toContain(`--${f}`);
+        expect(r.stdout).toMatch(/\nExamples?:\n {2}/);
+        for (const f of Object.keys(COMMAND_HELP[name].flags)) {
+          const value = FLAG_VALUES[f] === undefined ? "" : ` ${FLAG_VALUES[f]}`;
+          expect(r.stdout).toMatch(new RegExp(`\\n {2}--${f}${value} +\\S`));
+        }
       });
     }
   }
+
+  test("a value placeholder for every flag that takes a value, none for the others", () => {
+    const strings = new Set<string>();
+    for (const table of Object.values(TABLES)) {
+      for (const [flag, spec] of Object.entries(table as Record<string, { type: string }>)) {
+        expect({ flag, boolean: spec.type === "boolean" && flag in FLAG_VALUES }).toEqual({
+          flag,
+          boolean: false,
+        });
+        if (spec.type === "string") strings.add(flag);
+      }
+    }
+    expect(Object.keys(FLAG_VALUES).sort()).toEqual([...strings].sort());
+  });
+
+  test("each command lists its own exit codes: run's 124 is not proxy's", async () => {
+    const run = (await turnguard(["run", "--help"])).stdout;
+    const proxy = (await turnguard(["proxy", "--help"])).stdout;
+    expect(run).toContain("\n  124  --timeout expired");
+    expect(run).toContain("\n  1    turnguard surfaced a failure the agent swallowed");
+    const codes = (text: string) =>
+      [...text.split("Exit codes:")[1].split("Example")[0].matchAll(/^ {2}(\d+) /gm)].map((m) =>
+        m[1]
+      );
+    expect(codes(run)).toEqual(["0", "1", "124", "125", "126", "127"]);
+    expect(codes(proxy)).toEqual(["125", "126", "127"]);
+  });
 
   test("turnguard help CMD is CMD --help", async () => {
     const r = await turnguard(["help", "proxy"]);
@@ -119,6 +150,25 @@ describe("usage errors name the flag and suggest the closest", () => {
       'turnguard: unknown command "prxy"; did you mean proxy? (see turnguard --help)\n',
     ]);
   });
+  test("a flag without its value says so in one line, with the usage exit code", async () => {
+    const cases = [
+      [["wait", "--journal"], 2, "wait: --journal needs a value (PATH)"],
+      // followed by another flag (node:util: "argument is ambiguous")
+      [["log", "--journal", "--json"], 2, "log: --journal needs a value (PATH)"],
+      [["log", "-n"], 2, "log: --limit needs a value (N)"],
+      [["log", "-n", "--json"], 2, "log: --limit needs a value (N)"],
+      [["run", "--timeout"], 125, "run: --timeout needs a value (S)"],
+      [["proxy", "--var"], 125, "proxy: --var needs a value (NAME=VALUE)"],
+    ] as const;
+    for (const [args, code, message] of cases) {
+      const r = await turnguard([...args], { env: env() });
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({
+        args,
+        code,
+        stderr: `turnguard: ${message}\n`,
+      });
+    }
+  });
   test("the other commands keep exit 2 for usage errors", async () => {
     const r = await turnguard(["wait", "--jsno"], { env: env() });
     expect([r.code, r.stderr]).toEqual([
@@ -153,7 +203,10 @@ _turnguard; printf '%s\\n' "\${COMPREPLY[@]}"`;
     expect(zsh.stdout).toStartWith("#compdef turnguard\n");
     const fish = await turnguard(["completions", "fish"]);
     expect(fish.stdout).toContain(
-      'complete -c turnguard -n "__fish_seen_subcommand_from run" -l timeout',
+      'complete -c turnguard -n "__fish_seen_subcommand_from run" -l timeout -r\n',
+    );
+    expect(fish.stdout).toContain(
+      'complete -c turnguard -n "__fish_seen_subcommand_from run" -l verbose\n',
     );
     if (spawnSync("fish", ["--version"]).status === 0) {
       const f = join(home, "tg.fish");

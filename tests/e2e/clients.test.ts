@@ -5,13 +5,22 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { ensureBinary } from "../helpers/binary.ts";
 import { type Finished, homeEnv, ROOT, runProcess } from "../helpers/cli.ts";
+import { exampleFiles } from "../../scripts/release.ts";
 
 setDefaultTimeout(60_000);
 
@@ -38,7 +47,19 @@ const shell = (line: string): Promise<Finished> =>
 
 /** What each documented line must do: the answering agent's text, or the surfaced cause. */
 function expectOutcome(line: string, r: Finished, failure: string) {
-  if (line.includes("no-such-agent")) {
+  if (line.includes("acp_agent.mjs throw")) {
+    // The SDK's bare "Internal error" (acpx prints data.details itself); the cause with
+    // --rewrite-errors.
+    expect({ line, code: r.code }).toEqual({ line, code: 1 });
+    const sdk = line.startsWith("node examples/clients/");
+    expect(r.stdout + r.stderr).toContain(
+      sdk && !line.includes("--rewrite-errors")
+        ? "[error -32603] Internal error (rate_limit)"
+        : sdk
+        ? `[error -32603] Error: ${CAUSE} (rate_limit)`
+        : `[error] RUNTIME: Error: ${CAUSE}`,
+    );
+  } else if (line.includes("no-such-agent")) {
     expect({ line, code: r.code }).toEqual({ line, code: 1 });
     expect(r.stdout + r.stderr).toContain(
       "turnguard: the agent could not be started: no-such-agent: command not found",
@@ -62,7 +83,7 @@ describe("docs/CLIENTS.md", () => {
 
   test("the ACP SDK client example spawning turnguard proxy", async () => {
     const lines = commandLines("node examples/clients/acp_client.mjs");
-    expect(lines.length).toBe(2);
+    expect(lines.length).toBe(4);
     for (const line of lines) {
       const r = await shell(line);
       expectOutcome(line, r, `[error -32603] ${CAUSE} (rate_limit)`);
@@ -126,5 +147,35 @@ describe("docs/CLIENTS.md", () => {
         data: { turnguard: { status: "failed", category: "rate_limit" } },
       });
     }
+  });
+
+  test("the SDK recipe beside a release's examples/: the SDK installed as the doc says", async () => {
+    // The doc's install command, and the SDK major the checkout (and these tests) use.
+    expect(DOC).toContain(
+      "`npm install @agentclientprotocol/sdk@2` in the directory that holds `examples/`",
+    );
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+    expect(pkg.devDependencies["@agentclientprotocol/sdk"]).toStartWith("2.");
+    // examples/ as a release tarball lays it out, in a directory of its own.
+    const release = mkdtempSync(join(home, "release-"));
+    for (const file of exampleFiles()) {
+      mkdirSync(dirname(join(release, file)), { recursive: true });
+      copyFileSync(join(ROOT, file), join(release, file));
+      expect(statSync(join(release, file)).mode).toBe(statSync(join(ROOT, file)).mode);
+    }
+    const line = commandLines("node examples/clients/acp_client.mjs")[0];
+    const run = () =>
+      runProcess(["bash", "-c", line], { cwd: release, env: homeEnv(home, { PATH: path }) });
+    const before = await run();
+    expect(before.code).toBe(1);
+    expect(before.stderr).toContain("Cannot find package '@agentclientprotocol/sdk'");
+    // What `npm install @agentclientprotocol/sdk@2` there leaves (offline here: the checkout's).
+    mkdirSync(join(release, "node_modules", "@agentclientprotocol"), { recursive: true });
+    symlinkSync(
+      join(ROOT, "node_modules", "@agentclientprotocol", "sdk"),
+      join(release, "node_modules", "@agentclientprotocol", "sdk"),
+    );
+    const after = await run();
+    expect([after.code, after.stdout]).toEqual([0, `${ANSWER}\n[stop: end_turn]\n`]);
   });
 });

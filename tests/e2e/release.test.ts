@@ -2,7 +2,9 @@
  * `make release` (scripts/release.ts), for what can be run here: the linux-x64 tarball's
  * binary under `env -i` in an empty directory, the linux-arm64 one under qemu-user when it
  * is installed, SHA256SUMS, and the npm package installed from its tarball into a prefix
- * and run under Node: `run`, `proxy`, and `scan` with a `.js` plugin.
+ * offline, with an empty cache and nothing on stderr (no dependency to fetch, no engine
+ * warning under this Node), and run under Node: `run`, `proxy`, and `scan` with a `.js`
+ * plugin.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
@@ -19,6 +21,9 @@ const { version } = JSON.parse(
 );
 const QEMU = spawnSync("qemu-aarch64", ["--version"]).status === 0 &&
   existsSync("/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1");
+/** The files of examples/ git tracks: what the docs tell users to find in a release. */
+const EXAMPLES = spawnSync("git", ["ls-files", "examples"], { cwd: ROOT, encoding: "utf8" })
+  .stdout.trim().split("\n");
 const COMMIT = spawnSync("git", ["rev-parse", "--short=12", "HEAD"], {
   cwd: ROOT,
   encoding: "utf8",
@@ -59,19 +64,27 @@ function unpack(target: string): string {
 }
 
 describe("make release", () => {
-  test("tarballs with the binary, README and LICENSE; SHA256SUMS checks out", () => {
+  test("tarballs with the binary, README, LICENSE and examples; SHA256SUMS checks out", () => {
     const files = readdirSync(out).sort();
     expect(files).toContain(`turnguard-${version}-linux-x64.tar.gz`);
     expect(files).toContain(`turnguard-${version}.tgz`);
     expect(files).toContain("SHA256SUMS");
     const listed = run(["tar", "tzf", join(out, `turnguard-${version}-linux-x64.tar.gz`)]).stdout
       .trim().split("\n").sort();
-    expect(listed).toEqual([
-      `turnguard-${version}-linux-x64/`,
-      `turnguard-${version}-linux-x64/LICENSE`,
-      `turnguard-${version}-linux-x64/README.md`,
-      `turnguard-${version}-linux-x64/turnguard`,
-    ]);
+    const top = `turnguard-${version}-linux-x64`;
+    expect(listed.filter((f) => !f.endsWith("/"))).toEqual(
+      [
+        `${top}/LICENSE`,
+        `${top}/README.md`,
+        `${top}/turnguard`,
+        ...EXAMPLES.map((f) => `${top}/${f}`),
+      ]
+        .sort(),
+    );
+    expect(EXAMPLES).toContain("examples/clients/acp_client.mjs");
+    // The fake agent keeps its execute bit.
+    const modes = run(["tar", "tvzf", join(out, `${top}.tar.gz`), `${top}/examples/agents/agy`]);
+    expect(modes.stdout).toStartWith("-rwx");
     const sums = run(["sha256sum", "-c", "SHA256SUMS"], { cwd: out });
     expect(sums.status).toBe(0);
     expect(sums.stdout.trim().split("\n").length).toBe(files.length - 1);
@@ -88,6 +101,22 @@ describe("make release", () => {
     expect(readdirSync(empty)).toEqual([]);
   });
 
+  test("scripts/install.sh installs the linux-x64 binary from the release directory", () => {
+    if (process.arch !== "x64") return;
+    const dir = join(work, "installed-bin");
+    const r = run(["sh", join(ROOT, "scripts", "install.sh"), version], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: work,
+        TURNGUARD_DOWNLOAD_BASE: `file://${out}`,
+        TURNGUARD_INSTALL_DIR: dir,
+      },
+    });
+    expect(r.status).toBe(0);
+    const v = run([join(dir, "turnguard"), "--version"]);
+    expect(v.stdout).toMatch(new RegExp(`^turnguard ${version} \\(${COMMIT}(-dirty)?\\)\\n$`));
+  });
+
   test("linux-arm64 under qemu-user", () => {
     if (!QEMU) {
       console.warn("release.test: skipped linux-arm64 under qemu-user (not installed)");
@@ -102,17 +131,64 @@ describe("make release", () => {
 describe("the npm package", () => {
   let bin: string;
   let home: string;
+  let installed: ReturnType<typeof run>;
+  let pkgDir: string;
   beforeAll(() => {
     const prefix = join(work, "prefix");
     home = join(work, "home");
     mkdirSync(home);
     const tgz = join(out, `turnguard-${version}.tgz`);
-    const i = run(
-      ["npm", "install", "--global", "--prefix", prefix, "--no-audit", "--no-fund", tgz],
-      { env: { ...process.env, npm_config_loglevel: "error" } },
+    const cache = join(work, "empty-npm-cache");
+    mkdirSync(cache);
+    // Offline with an empty cache: any dependency to fetch fails the install; npm's own
+    // warnings (EBADENGINE for a dependency wanting a newer Node) would reach stderr.
+    installed = run(
+      [
+        "npm",
+        "install",
+        "--global",
+        "--prefix",
+        prefix,
+        "--offline",
+        "--no-audit",
+        "--no-fund",
+        tgz,
+      ],
+      { env: { ...process.env, npm_config_cache: cache, npm_config_loglevel: "warn" } },
     );
-    if (i.status !== 0) throw new Error(`npm install failed:\n${i.stderr}`);
     bin = join(prefix, "bin", "turnguard");
+    pkgDir = join(prefix, "lib", "node_modules", "turnguard");
+  });
+
+  test("installs offline with an empty cache, nothing on stderr, under this Node", () => {
+    expect({ status: installed.status, stderr: installed.stderr }).toEqual({
+      status: 0,
+      stderr: "",
+    });
+    const pkg = JSON.parse(
+      run(["tar", "xzOf", join(out, `turnguard-${version}.tgz`), "package/package.json"]).stdout,
+    );
+    expect(pkg.dependencies ?? {}).toEqual({});
+    // The bundle's floor: process.getBuiltinModule (Node 20.16, 22.3); the Node running this
+    // test must meet the stated floor for the test to say anything about it.
+    expect(pkg.engines.node).toBe(">=20.16");
+    const [major, minor] = process.versions.node.split(".").map(Number);
+    expect(major > 20 || (major === 20 && minor >= 16)).toBe(true);
+  });
+
+  test("below the stated floor, without process.getBuiltinModule, it fails", () => {
+    const r = run([
+      "node",
+      "--import",
+      "data:text/javascript,delete process.getBuiltinModule",
+      bin,
+      "run",
+      "--outcome-json",
+      "--",
+      "true",
+    ], { cwd: home });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("getBuiltinModule");
   });
   const node = (args: string[], input?: string) =>
     run([bin, ...args], {
@@ -121,15 +197,19 @@ describe("the npm package", () => {
       env: { PATH: process.env.PATH, HOME: home },
     });
 
-  test("holds the Node bundle, README, LICENSE and package.json only; not private", () => {
+  test("holds the Node bundle, README, LICENSE, examples and package.json only; not private", () => {
     const list = run(["tar", "tzf", join(out, `turnguard-${version}.tgz`)]).stdout.trim()
       .split("\n").sort();
-    expect(list).toEqual([
-      "package/LICENSE",
-      "package/README.md",
-      "package/dist/turnguard.mjs",
-      "package/package.json",
-    ]);
+    expect(list).toEqual(
+      [
+        "package/LICENSE",
+        "package/README.md",
+        "package/dist/turnguard.mjs",
+        "package/package.json",
+        // npm never packs a .gitignore.
+        ...EXAMPLES.filter((f) => !f.endsWith("/.gitignore")).map((f) => `package/${f}`),
+      ].sort(),
+    );
     const pkg = JSON.parse(
       run(["tar", "xzOf", join(out, `turnguard-${version}.tgz`), "package/package.json"]).stdout,
     );
@@ -146,13 +226,13 @@ describe("the npm package", () => {
     expect(JSON.parse(r.stdout).reply.chars).toBe(3);
   });
 
-  test("proxy, under Node: a turn of the example agent", () => {
+  test("proxy, under Node: a turn of the example agent the package ships", () => {
     const lines = [
       { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } },
       { jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: home, mcpServers: [] } },
     ].map((m) => JSON.stringify(m)).join("\n") + "\n";
     const r = node(
-      ["proxy", "--", "node", join(ROOT, "examples/agents/acp_agent.mjs"), "answer"],
+      ["proxy", "--", "node", join(pkgDir, "examples/agents/acp_agent.mjs"), "answer"],
       lines,
     );
     expect(r.status).toBe(0);
