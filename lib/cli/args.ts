@@ -58,6 +58,9 @@ export const FLAG_VALUES: Readonly<Record<string, string>> = {
   "retry-max-wait": "S",
   limit: "N",
   kind: "K",
+  late: "N",
+  profile: "NAME",
+  record: "PATH",
 };
 
 /**
