@@ -59,8 +59,6 @@ export const FLAG_VALUES: Readonly<Record<string, string>> = {
   limit: "N",
   kind: "K",
   late: "N",
-  profile: "NAME",
-  record: "PATH",
 };
 
 /**
