@@ -45,13 +45,23 @@ export interface Notice {
  *   `stream disconnected - retrying sampling request (${retries}/${max_retries} in ${delay:?})...`
  * Sticky: tried only where a notice may start.
  */
+const NUMBERED: readonly string[] = [
+  String.raw`Retrying \(attempt \d+\/\d+, waiting \d+s\)(?:\.\.\.|…)`,
+  String.raw`Retrying \(\d+\/\d+\) in \d+s(?:\.\.\.|…)(?: \([^()\n]{1,40} to cancel\))?`,
+  String
+    .raw`stream disconnected - retrying sampling request \(\d+\/\d+(?: in [^()\n]{1,30})?\)(?:\.\.\.|…)?`,
+];
 const RETRY_BANNERS: readonly RegExp[] = [
-  /Retrying \(attempt \d+\/\d+, waiting \d+s\)(?:\.\.\.|…)/y,
+  ...NUMBERED.map((source) => new RegExp(source, "y")),
   /Retrying(?:\.\.\.|…)/y,
   /Retry finished, resuming\./y,
-  /Retrying \(\d+\/\d+\) in \d+s(?:\.\.\.|…)(?: \([^()\n]{1,40} to cancel\))?/y,
-  /stream disconnected - retrying sampling request \(\d+\/\d+(?: in [^()\n]{1,30})?\)(?:\.\.\.|…)?/y,
 ];
+
+/**
+ * The banners that name their attempt, searched for within a line too (an agent streams
+ * one right after the model's text, with no line break): too specific to be prose.
+ */
+const NUMBERED_BANNERS: readonly RegExp[] = NUMBERED.map((source) => new RegExp(source));
 
 /**
  * Failure lines: the words after the prefix (group 1) must carry a provider error
@@ -65,10 +75,13 @@ const RETRY_BANNERS: readonly RegExp[] = [
  * - `... retried N times ... Last error: ...`: an agent giving up after its retries.
  * A line only: the words end at the line's end.
  */
-const FAILURE_LINES: readonly RegExp[] = [
-  /(?:API )?Error: *([^\n]+)/y,
-  /Retry failed after \d+ attempts?: *([^\n]+)/y,
-  /[^\n]{0,160}?\bretried \d+ times?\b[^\n]{0,160}?\bLast error: *([^\n]+)/y,
+const FAILURE_LINES: readonly { needle: string; re: RegExp }[] = [
+  { needle: "Error:", re: /(?:API )?Error: *([^\n]+)/y },
+  { needle: "Retry failed after ", re: /Retry failed after \d+ attempts?: *([^\n]+)/y },
+  {
+    needle: "Last error:",
+    re: /[^\n]{0,160}?\bretried \d+ times?\b[^\n]{0,160}?\bLast error: *([^\n]+)/y,
+  },
 ];
 
 /** Longest line read as a notice: a longer one is the model's prose. */
@@ -83,9 +96,24 @@ export interface NoticeReading {
   text: string;
 }
 
+/** A span of the text as the first pass reads it: the model's, or a possible notice. */
+interface Span {
+  kind: NoticeKind | "model";
+  start: number;
+  end: number;
+  /** A failure line's words (classified only when the span is in the text's tail). */
+  words?: string;
+  declared?: boolean;
+}
+
+/** At most this many notices at the text's end are classified (a longer run is prose). */
+const MAX_TAIL = 16;
+
 /**
  * Reads a streamed text's notices. `declared`: the profile's notice patterns (sticky,
- * multiline; lib/config/config.ts compiles them).
+ * multiline; lib/config/config.ts compiles them). Only the notices at the text's end are
+ * classified (a failure line elsewhere is the model's text: the turn went on after it), so
+ * a long text costs one pass of cheap matches.
  */
 export function readNotices(
   text: string,
@@ -93,11 +121,62 @@ export function readNotices(
   now: number,
   diagnostics: string[] = [],
 ): NoticeReading {
-  const declared = classifier.notices ?? [];
+  const spans = readSpans(text, classifier.notices ?? []);
+  // The text's tail: the notices after the model's last text, read from the end; a
+  // failure line whose words do not classify is the model's text.
+  const causes = new Map<Span, Cause>();
+  let tail = spans.length;
+  for (let i = spans.length - 1; i >= 0 && spans.length - i <= MAX_TAIL; i--) {
+    const span = spans[i];
+    if (span.kind === "model") break;
+    if (span.kind === "failure" || span.declared) {
+      const message = text.slice(span.start, span.end).trim();
+      const cause = span.words !== undefined
+        ? failureCause(span.words, message, classifier, now, diagnostics, true)
+        : failureCause(message, message, classifier, now, diagnostics);
+      if (cause) causes.set(span, cause);
+      else if (span.kind === "failure") break;
+    }
+    tail = i;
+  }
   const notices: Notice[] = [];
-  /** Where the model's own text ends (the end of its last line), and how much there is. */
-  let modelEnd = 0;
   let modelChars = 0;
+  spans.forEach((span, i) => {
+    const notice = span.kind === "retry" || span.declared === true ||
+      (span.kind === "failure" && i >= tail);
+    if (!notice) {
+      modelChars += text.slice(span.start, span.end).trim().length;
+      return;
+    }
+    const cause = causes.get(span) ?? null;
+    notices.push({
+      kind: cause ? "failure" : span.kind === "retry" ? "retry" : "declared",
+      start: span.start,
+      end: span.end,
+      cause,
+      declared: span.declared === true,
+    });
+  });
+  if (notices.length === 0) return { notices, facts: null, text };
+  const last = tail < spans.length ? causes.get(spans[spans.length - 1]) ?? null : null;
+  const tailNotices = spans.slice(tail);
+  const endsOnFailure = last !== null &&
+    (modelChars === 0 || tailNotices.some((n) => n.kind === "retry" || n.declared));
+  return {
+    notices,
+    facts: { failure: endsOnFailure ? last : null, modelChars, count: notices.length },
+    text: withoutDeclared(text, notices),
+  };
+}
+
+/**
+ * The first pass: the text cut into the model's spans and possible notices. A notice is
+ * tried where a line starts or right after another notice, never in a fenced or indented
+ * code block; the model's text runs to its line's end, or to a numbered retry banner an
+ * agent streamed right after it (its chunks carry no line break).
+ */
+function readSpans(text: string, declared: readonly RegExp[]): Span[] {
+  const spans: Span[] = [];
   let fence = false;
   let p = 0;
   let lineStart = true;
@@ -108,8 +187,7 @@ export function readNotices(
       const code = /^ {0,3}(?:```|~~~)/.test(line);
       if (code) fence = !fence;
       if (/\S/.test(line) && (code || fence || /^(?: {4}|\t)/.test(line))) {
-        modelChars += line.trim().length;
-        modelEnd = eol;
+        spans.push({ kind: "model", start: p, end: eol });
         p = eol + 1;
         continue;
       }
@@ -121,33 +199,34 @@ export function readNotices(
       lineStart = true;
       continue;
     }
-    const notice = noticeAt(text, p, declared, classifier, now, diagnostics);
+    const notice = noticeAt(text, p, declared);
     if (notice) {
-      notices.push(notice);
+      spans.push(notice);
       p = notice.end;
       lineStart = false;
       continue;
     }
     const eol = lineEnd(text, p);
-    modelChars += text.slice(p, eol).trim().length;
-    modelEnd = eol;
-    p = eol + 1;
-    lineStart = true;
+    const banner = bannerWithin(text, p + 1, eol);
+    spans.push({ kind: "model", start: p, end: banner ?? eol });
+    p = banner ?? eol + 1;
+    lineStart = banner === null;
   }
-  if (notices.length === 0) return { notices, facts: null, text };
-  const tail = notices.filter((n) => n.start >= modelEnd);
-  const last = tail.at(-1);
-  const endsOnFailure = last !== undefined && last.cause !== null &&
-    (modelChars === 0 || tail.some((n) => n.kind === "retry" || n.declared));
-  return {
-    notices,
-    facts: {
-      failure: endsOnFailure ? last.cause : null,
-      modelChars,
-      count: notices.length,
-    },
-    text: withoutDeclared(text, notices),
-  };
+  return spans;
+}
+
+/**
+ * Where in `text[from, to)` a numbered retry banner starts (NUMBERED_BANNERS), or null.
+ */
+function bannerWithin(text: string, from: number, to: number): number | null {
+  if (to <= from) return null;
+  const line = text.slice(from, to);
+  let best: number | null = null;
+  for (const re of NUMBERED_BANNERS) {
+    const i = line.search(re);
+    if (i !== -1 && (best === null || i < best)) best = i;
+  }
+  return best === null ? null : from + best;
 }
 
 /** The end of the line at `p` (the index of its newline, or the text's end). */
@@ -156,15 +235,8 @@ function lineEnd(text: string, p: number): number {
   return i === -1 ? text.length : i;
 }
 
-/** The notice that starts at `p`, if any: a declared one first, then the generic ones. */
-function noticeAt(
-  text: string,
-  p: number,
-  declared: readonly RegExp[],
-  classifier: Classifier,
-  now: number,
-  diagnostics: string[],
-): Notice | null {
+/** The possible notice that starts at `p`: a declared one first, then the generic ones. */
+function noticeAt(text: string, p: number, declared: readonly RegExp[]): Span | null {
   const at = (re: RegExp) => {
     re.lastIndex = p;
     const m = re.exec(text);
@@ -172,38 +244,52 @@ function noticeAt(
   };
   for (const re of declared) {
     const m = at(re);
-    if (!m) continue;
-    const cause = failureCause(m[0], m[0].trim(), classifier, now, diagnostics);
-    return {
-      kind: cause ? "failure" : "declared",
-      start: p,
-      end: p + m[0].length,
-      cause,
-      declared: true,
-    };
+    if (m) return { kind: "declared", start: p, end: p + m[0].length, declared: true };
   }
   for (const re of RETRY_BANNERS) {
     const m = at(re);
-    if (m) return { kind: "retry", start: p, end: p + m[0].length, cause: null, declared: false };
+    if (m) return { kind: "retry", start: p, end: p + m[0].length };
   }
-  for (const re of FAILURE_LINES) {
+  // A failure line is tried only when its line holds the pattern's fixed words.
+  const line = text.slice(p, Math.min(lineEnd(text, p), p + MAX_NOTICE_CHARS));
+  for (const { needle, re } of FAILURE_LINES) {
+    if (!line.includes(needle)) continue;
     const m = at(re);
-    if (!m) continue;
-    const cause = failureCause(m[1].trim(), m[0].trim(), classifier, now, diagnostics);
-    if (cause) return { kind: "failure", start: p, end: p + m[0].length, cause, declared: false };
+    if (m) return { kind: "failure", start: p, end: p + m[0].length, words: m[1].trim() };
   }
   return null;
 }
 
-/** The failure a notice's words name (`message`: the whole notice), when they classify. */
+/**
+ * How much of a failure line's words must carry its signature: a notice names its failure
+ * at once ("429 Too Many Requests", "529 {...}", "connect ECONNREFUSED ..."), where a
+ * model's paragraph that opens with "Error:" goes on to discuss it.
+ */
+const HEAD_CHARS = 60;
+
+/** The head of a failure's words: up to the end of the first sentence, at most HEAD_CHARS. */
+function head(words: string): string {
+  const cut = words.slice(0, HEAD_CHARS);
+  const stop = cut.search(/[.!?](?:\s|$)/);
+  return stop === -1 ? cut : cut.slice(0, stop + 1);
+}
+
+/**
+ * The failure a notice's words name (`message`: the whole notice), when they classify —
+ * the head of a generic failure line alone must (`headOnly`).
+ */
 function failureCause(
   words: string,
   message: string,
   classifier: Classifier,
   now: number,
   diagnostics: string[],
+  headOnly = false,
 ): Cause | null {
   if (!words) return null;
+  if (headOnly && classify(head(words), undefined, classifier, now).category === "unknown") {
+    return null;
+  }
   const { category, retry } = classify(words, undefined, classifier, now, diagnostics);
   if (category === "unknown") return null;
   return {
