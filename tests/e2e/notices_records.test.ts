@@ -9,6 +9,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type * as acp from "@agentclientprotocol/sdk";
+import { homeEnv, turnguard } from "../helpers/cli.ts";
 import {
   killedAfterEach,
   openSession,
@@ -105,6 +106,37 @@ describe("agent notices are not replies", () => {
     ]);
     expect(outcomes[0]).toMatchObject({ status: "ok", reply: { text: "Four.", chars: 5 } });
     expect(outcomes[0].diagnostics.join("\n")).toContain("leaves out 2 notice(s)");
+  });
+});
+
+describe("run mode: the agent's output is read for notices too", () => {
+  const run = (script: string) =>
+    turnguard([
+      "run",
+      "--agent",
+      "claude",
+      "--no-journal",
+      "--outcome-json",
+      "--",
+      "sh",
+      "-c",
+      script,
+    ], {
+      env: homeEnv(scratch().home),
+    });
+  test("an exit 0 whose output is notices ending on a failure: failed, exit 1", async () => {
+    const r = await run(
+      `printf 'Retrying (attempt 1/2, waiting 1s)...\\nAPI Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\\n'`,
+    );
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: "failed",
+      error: { category: "capacity", anchor: "notice" },
+    });
+  });
+  test("an answer that discusses the same error: ok, exit 0", async () => {
+    const r = await run(`cat '${join(ANSWERS, "log_blockquote.txt")}'`);
+    expect([r.code, JSON.parse(r.stdout).status]).toEqual([0, "ok"]);
   });
 });
 
