@@ -46,8 +46,8 @@ const NoticeSchema = once(() =>
     }),
   ], 'a notice is a string (a literal) or a table { regex = "..." }')
 );
-/** A notice entry as validated. */
-type NoticeEntry = v.InferOutput<ReturnType<typeof NoticeSchema>>;
+/** A notice entry as written (a missing `ignore_case` is false). */
+type NoticeEntry = v.InferInput<ReturnType<typeof NoticeSchema>>;
 
 function tryRegExp(source: string): RegExp | null {
   try {

@@ -107,7 +107,11 @@ describe("an agent's notices alone: the turn failed", () => {
   for (const [name, text, status, category] of rows) {
     test(name, () => {
       const d = decide(endTurn(text, claude()).facts);
-      expect([d.status, d.error?.category, d.swallowed]).toEqual([status, category, true]);
+      expect([d.status, d.error?.category, d.swallowed] as unknown[]).toEqual([
+        status,
+        category,
+        true,
+      ]);
     });
   }
   test("retry banners then nothing: no answer (empty), said in a note", () => {
