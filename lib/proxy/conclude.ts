@@ -157,7 +157,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     output,
     logCause,
     timeout,
-    textCause: noticeCause(turn, classifier, endedAt, diagnostics),
+    textCause: streamedTextCause(turn, classifier, endedAt, diagnostics),
     ...beyond?.facts,
     ...(records ? { records } : {}),
     replyChars: turn.chars,
@@ -206,7 +206,7 @@ function noticeReading(
   const text = turnText(turn);
   if (!wholeText(turn, text)) return null;
   const reading = readNotices(text, classifier, now, diagnostics);
-  if (reading.text !== text) {
+  if (reading.text !== text && turn.keepText === "reply") {
     diagnostics.push(
       `reply.text leaves out ${
         reading.notices.filter((n) => n.declared).length
@@ -217,10 +217,12 @@ function noticeReading(
 }
 
 /**
- * The failure a turn's short streamed text reads as (lib/cause/classify.ts `textCause`).
- * Only a notice is read: text cut short (or never kept) is a longer reply than a notice.
+ * The failure a turn's short streamed text reads as (lib/cause/classify.ts `textCause`),
+ * which sharpens a generic agent error or, in a turn that ended normally, is only a note
+ * (the agent's notices are told apart by `noticeReading`). Only short text is read: text
+ * cut short (or never kept) is a longer reply than a notice.
  */
-function noticeCause(
+function streamedTextCause(
   turn: Turn,
   classifier: Classifier,
   now: number,
