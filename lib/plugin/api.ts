@@ -33,6 +33,11 @@ const badAfterMs = (issue: v.BaseIssue<unknown>) =>
 const badAt = (issue: v.BaseIssue<unknown>) =>
   `retry.at must be an ISO 8601 timestamp, not ${issue.received}`;
 
+const badEventAfterMs = (issue: v.BaseIssue<unknown>) =>
+  `retryAfterMs must be a finite number of milliseconds >= 0, not ${issue.received}`;
+const badEventAt = (issue: v.BaseIssue<unknown>) =>
+  `retryAt must be an ISO 8601 timestamp, not ${issue.received}`;
+
 /**
  * What an anchor reports when it matches: the readable cause and what is known of it. The
  * retry hint is checked here, once, so a hint that is no time (`at: "tomorrow"`,
@@ -153,12 +158,16 @@ export const RecordEventSchema = once(() =>
       code: v.optional(v.union([v.number(), v.string()])),
       retrying: v.optional(v.boolean()),
       retryAfterMs: v.optional(
-        v.pipe(v.number(badAfterMs), v.finite(badAfterMs), v.minValue(0, badAfterMs)),
+        v.pipe(
+          v.number(badEventAfterMs),
+          v.finite(badEventAfterMs),
+          v.minValue(0, badEventAfterMs),
+        ),
       ),
       retryAt: v.optional(v.pipe(
-        v.string(badAt),
-        v.isoTimestamp(badAt),
-        v.check((at) => !Number.isNaN(Date.parse(at)), badAt),
+        v.string(badEventAt),
+        v.isoTimestamp(badEventAt),
+        v.check((at) => !Number.isNaN(Date.parse(at)), badEventAt),
       )),
     }),
     v.object({

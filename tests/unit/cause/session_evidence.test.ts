@@ -20,6 +20,7 @@ import {
 import {
   foldRecordEvents,
   type ReadEvent,
+  readRecordEvents,
   recordFacts,
 } from "../../../lib/cause/record_evidence.ts";
 import type { RecordEvent } from "../../../lib/plugin/api.ts";
@@ -131,6 +132,16 @@ describe("foldRecordEvents", () => {
     });
     const later = recordFacts(foldRecordEvents([prompt, at]), buildClassifier([]), now, []);
     expect(later.error?.retry).toMatchObject({ retryable: true, afterMs: 300_000 });
+    // A retry time that is no time makes the event invalid: a diagnostic, not evidence.
+    const diagnostics: string[] = [];
+    const bad = readRecordEvents([{ path: "/f", offset: 0, record: {} }], [{
+      id: "bad",
+      read: () => ({ kind: "error", cause: "busy", retryAfterMs: -1 }),
+    }], diagnostics);
+    expect([bad, diagnostics.join("\n")]).toEqual([
+      [],
+      expect.stringContaining("retryAfterMs must be a finite number"),
+    ]);
     // A bare HTTP status and words only: not more specific than the wire.
     const bare = ev({ kind: "error", cause: "API Error: 429 rate", code: 429 });
     expect(
