@@ -8,10 +8,10 @@
  * recognised only where a line starts (or right after another notice), never inside a
  * fenced or indented code block; a failure line counts only when the profile's classifier
  * gives its words a category (a provider error signature, not just the word "Error"); and
- * a text is read as ending on a failure only when nothing but notices follows the last line
- * of the model's own text — with model text before them, only when the agent's notices
- * include a retry banner or a declared notice (an agent that retried, not a model that
- * ended its answer on an error line).
+ * a text is read as ending on a failure only when nothing but notices follows the model's
+ * own text — with model text before them, only when the agent appended them to it (on the
+ * same line, as agents stream them) or they include a declared notice, not when the model
+ * ended its answer by quoting such lines.
  */
 import { classify } from "./classify.ts";
 import type { Classifier } from "./classifier.ts";
@@ -159,14 +159,26 @@ export function readNotices(
   });
   if (notices.length === 0) return { notices, facts: null, text };
   const last = tail < spans.length ? causes.get(spans[spans.length - 1]) ?? null : null;
-  const tailNotices = spans.slice(tail);
-  const endsOnFailure = last !== null &&
-    (modelChars === 0 || tailNotices.some((n) => n.kind === "retry" || n.declared));
+  const endsOnFailure = last !== null && (modelChars === 0 || agentAppended(text, spans, tail));
   return {
     notices,
     facts: { failure: endsOnFailure ? last : null, modelChars, count: notices.length },
     text: withoutDeclared(text, notices),
   };
+}
+
+/**
+ * Whether the notices at the text's end (from `spans[tail]`) were appended by the agent to
+ * the model's text rather than quoted by the model: they follow its last text on the same
+ * line (agents stream a notice as a chunk of its own, with no line break: pi-acp's
+ * `Retrying (...)...` right after the model's words), or a notice the profile declares is
+ * among them. A model that quotes notices puts them on lines of their own.
+ */
+function agentAppended(text: string, spans: readonly Span[], tail: number): boolean {
+  if (spans.slice(tail).some((span) => span.declared)) return true;
+  const model = spans.slice(0, tail).findLast((span) => span.kind === "model");
+  return model !== undefined && tail < spans.length &&
+    !text.slice(model.end, spans[tail].start).includes("\n");
 }
 
 /**
