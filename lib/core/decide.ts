@@ -152,16 +152,18 @@ const truncated = (cause: Cause): Decision => ({
 /**
  * A generic agent error yields to a specific cause: one that only names the agent's wrapper
  * to the cause its records or its streamed text give; one of unknown category to the
- * records', else the text's, else the log's. The agent's code stays.
+ * records', else the text's, else the log's. Only a cause with a category counts. The
+ * agent's code stays.
  */
 function sharpen(agent: Cause, better: readonly (Cause | null)[], log: Cause | null): Cause {
   const generic = agent.error.category === "unknown";
-  const found = agent.wrapper || generic ? better.find((c) => c !== null) ?? null : null;
-  const with_ = found ?? (generic ? log : null);
-  if (!with_) return agent;
+  const known = (c: Cause | null): c is Cause => c !== null && c.error.category !== "unknown";
+  const found = agent.wrapper || generic ? better.find(known) ?? null : null;
+  const cause = found ?? (generic ? log : null);
+  if (!cause) return agent;
   return {
-    error: { ...with_.error, code: agent.error.code ?? with_.error.code },
-    retry: with_.retry,
+    error: { ...cause.error, code: agent.error.code ?? cause.error.code },
+    retry: cause.retry,
   };
 }
 

@@ -765,6 +765,16 @@ describe("decide — records refine an error the agent reported (the most specif
       false,
     ],
     ["no records: the wire", WIRE_429, null, false, "rate_limit", "Rate limit exceeded", false],
+    // A record's words of no known category do not replace a generic error.
+    [
+      "a nameless record leaves a generic error",
+      GENERIC,
+      NAMELESS,
+      false,
+      "unknown",
+      "Internal error",
+      false,
+    ],
   ];
   for (const [name, wire, recorded, specific, category, message, note] of rows) {
     test(name, () => {
@@ -786,6 +796,15 @@ describe("decide — records refine an error the agent reported (the most specif
     });
     expect(d.retry?.retryable).toBe(false);
     expect(d.error?.code).toBe("insufficient_quota");
+  });
+  test("a generic error with a nameless record takes the log's cause", () => {
+    const d = decide({
+      ...base,
+      agentError: GENERIC,
+      records: recs({ error: NAMELESS }),
+      logCause: LOG,
+    });
+    expect(d.error?.message).toBe("from the log");
   });
   test("an agent that died: its records refine its last words too", () => {
     const d = decide({
