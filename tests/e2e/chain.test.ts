@@ -60,13 +60,23 @@ function files(): Files {
   };
 }
 
+/** turnguard's exit status, once the wrapper wrote it (turnguard ends on its own). */
+async function exitStatus(f: Files): Promise<string> {
+  for (let i = 0; i < 100 && !existsSync(f.status); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return readFileSync(f.status, "utf8").trim();
+}
+
 /** turnguard as the conductor starts it, its stderr and exit status kept in files. */
 function turnguardCommand(f: Files, flags: string[]) {
   return {
     command: "sh",
     args: [
       "-c",
-      `"$0" "$@" 2>>'${f.stderr}'; echo $? >'${f.status}'`,
+      // The conductor sends the wrapper SIGTERM when turnguard is not gone 250 ms after its
+      // stdin closed (a loaded machine): the wrapper waits on, so the status is turnguard's.
+      `trap '' TERM; "$0" "$@" 2>>'${f.stderr}'; echo $? >'${f.status}'`,
       bin,
       "proxy",
       "--chain",
@@ -221,7 +231,7 @@ describe("turnguard in @thinkwell/conductor's chain", () => {
       .toBe(ANSWER);
     expectOneAnswerEach(r.seen);
     expectUnchanged(r);
-    expect(readFileSync(r.f.status, "utf8").trim()).toBe("0");
+    expect(await exitStatus(r.f)).toBe("0");
     const stderr = readFileSync(r.f.stderr, "utf8");
     expect(stderr).toContain(
       "turnguard: chain: initialized by initialize with _meta.proxy; the successor is reached through _proxy/successor/request and _proxy/successor/notification\n",
@@ -257,7 +267,7 @@ describe("turnguard in @thinkwell/conductor's chain", () => {
     expect(r.answer).toEqual({ stopReason: "end_turn" });
     expectOneAnswerEach(r.seen);
     expectUnchanged(r);
-    expect(readFileSync(r.f.status, "utf8").trim()).toBe("0");
+    expect(await exitStatus(r.f)).toBe("0");
     expect(lines(r.f.outcomes).map((o) => o.status)).toEqual(["ok"]);
   });
 });
@@ -292,10 +302,14 @@ describe("the RFD's generation, spoken by a conductor written here", () => {
       method: "proxy/successor",
       params: { method: "initialize", params: init },
     });
+    // The ids of the requests it wraps are its own.
+    expect(String(fwd.id)).toStartWith("turnguard-successor-");
     const agentInit = { protocolVersion: 1, agentCapabilities: {}, authMethods: [] };
     send({ id: fwd.id, result: agentInit });
     expect(await next()).toEqual({ jsonrpc: "2.0", id: 1, result: agentInit });
 
+    // A line that is no message cannot be wrapped: it is dropped, and said.
+    child.stdin.write("not json\n");
     send({ id: 2, method: "session/new", params: { cwd: "/tmp", mcpServers: [] } });
     const newFwd = await next();
     expect((newFwd.params as Json).method).toBe("session/new");
@@ -349,10 +363,42 @@ describe("the RFD's generation, spoken by a conductor written here", () => {
     expect(await closed).toBe(0);
     expect(out.filter((m) => m.id === 4).length).toBe(1);
     expect(out.filter((m) => m.id === 4)[0].error).toBeDefined();
+    expect(stderr).toContain(
+      "turnguard: chain: a line toward the successor is not a JSON-RPC message: dropped\n",
+    );
+    expect(out.some((m) => JSON.stringify(m).includes("not json"))).toBe(false);
     expect(stderr.split("\n").filter((l) => l.includes("initialized by"))).toEqual([
       "turnguard: chain: initialized by proxy/initialize; the successor is reached through proxy/successor",
     ]);
     expect(lines(f.outcomes).map((o) => o.status)).toEqual(["ok", "cancelled"]);
+  });
+
+  test("SIGTERM ends the link: the open prompt answered once, exit 143", async () => {
+    const child = spawn(bin, ["proxy", "--chain"], {
+      stdio: ["pipe", "pipe", "ignore"],
+      env: { PATH: process.env.PATH, HOME: mkdtempSync(join(dir, "home-")) },
+    });
+    const out: Json[] = [];
+    let wake = () => {};
+    createInterface({ input: child.stdout }).on("line", (l) => {
+      out.push(JSON.parse(l));
+      wake();
+    });
+    const count = async (n: number) => {
+      while (out.length < n) await new Promise<void>((r) => (wake = r));
+    };
+    const closed = new Promise<number | null>((r) => child.on("close", r));
+    const send = (m: Json) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
+    send({ id: 1, method: "proxy/initialize", params: { protocolVersion: 1 } });
+    await count(1);
+    send({ id: out[0].id, result: { protocolVersion: 1 } });
+    await count(2);
+    send({ id: 2, method: "session/prompt", params: { sessionId: "s", prompt: [] } });
+    await count(3);
+    child.kill("SIGTERM");
+    expect(await closed).toBe(143);
+    expect(out.filter((m) => m.id === 2).length).toBe(1);
+    expect(out.filter((m) => m.id === 2)[0].error).toBeDefined();
   });
 
   test("--chain with an agent command is a usage error", async () => {
