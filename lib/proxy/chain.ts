@@ -44,9 +44,13 @@ import {
 } from "./agent_io.ts";
 import type { ProxyOptions, ProxyResult } from "./options.ts";
 import { runWithAgent } from "./proxy.ts";
+import { Guard } from "./relay.ts";
 
 const decoder = new TextDecoder();
 const LF = 0x0a;
+
+/** ACP's cancellation of a request (agent-client-protocol schema/v1/meta.unstable.json). */
+const CANCEL_REQUEST = "$/cancel_request";
 
 /** The prefix of the ids this layer gives the requests it wraps (see `ChainLink`). */
 const WRAPPED_ID_PREFIX = "turnguard-successor-";
@@ -59,12 +63,14 @@ export function runChainProxy(opts: ProxyOptions): Promise<ProxyResult> {
   const log = (line: string) => {
     if (opts.verbose) opts.stderr.write(`turnguard: chain: ${line}\n`);
   };
+  const { profile } = opts;
+  const unavailable = "the agent's exit status and stderr are the conductor's, unavailable here";
   log(
-    opts.profile.logs.length > 0 || (opts.readers?.length ?? 0) > 0
-      ? `profile ${opts.profile.name}: its logs and session records are read; the agent's exit status and stderr are the conductor's and unavailable`
-      : `no --profile: the agent's logs and session records are not read; its exit status and stderr are the conductor's and unavailable`,
+    profile.logs.length > 0 || (opts.readers?.length ?? 0) > 0
+      ? `profile ${profile.name}: the agent's logs and session records are read; ${unavailable}`
+      : `profile ${profile.name} names no logs or session records (--profile NAME names the agent's): only the wire is read; ${unavailable}`,
   );
-  const link = new ChainLink(byteSource(opts.input), opts.output, log);
+  const link = new ChainLink(byteSource(opts.input), opts.output, opts.stderr, log);
   return runWithAgent(
     { ...opts, input: link.clientInput, output: link.clientOutput },
     link.agent,
@@ -199,7 +205,7 @@ class Wire {
 const NO_STDERR: ByteSource = { start() {}, pause() {}, resume() {}, stop() {} };
 
 /** The conductor's connection, split into the client's side and the successor ("agent"). */
-export class ChainLink {
+class ChainLink {
   readonly clientInput: SideSource;
   readonly clientOutput: SideSink;
   readonly agent: AgentProcess;
@@ -209,7 +215,7 @@ export class ChainLink {
   #generation: Generation | null = null;
   /** The proxy initialization's id (idKey), until its answer went out. */
   #initId: string | null = null;
-  /** Requests wrapped toward the successor: this layer's id (idKey) → the proxy's id. */
+  /** Requests wrapped toward the successor: this layer's id → the proxy's id. */
   readonly #wrapped = new Map<string, JsonRpcId>();
   #nextId = 1;
   #reading = false;
@@ -217,16 +223,32 @@ export class ChainLink {
   #exit: AgentExit | null = null;
   #exited: (exit: AgentExit) => void = () => {};
   readonly #lines = new Lines();
+  readonly #guard: Guard;
 
-  constructor(input: ByteSource, output: ByteSink, log: (line: string) => void) {
+  constructor(
+    input: ByteSource,
+    output: ByteSink,
+    stderr: { write(line: string): unknown },
+    log: (line: string) => void,
+  ) {
     this.#input = input;
     this.#log = log;
     const wire = new Wire(output);
     const changed = () => this.#changed();
     this.clientInput = new SideSource(changed);
     this.#agentOutput = new SideSource(changed);
-    this.clientOutput = new SideSink(wire, (line) => this.#toClient(line));
-    const toAgent = new SideSink(wire, (line) => this.#toAgent(line), () => this.#end(0, null));
+    // A line whose reading fails goes to the client as it is; toward the successor it cannot
+    // be wrapped and is dropped (the guard says it once on stderr).
+    const guard = this.#guard = new Guard(stderr);
+    this.clientOutput = new SideSink(
+      wire,
+      (line) => guard.run("a line toward the client", () => this.#toClient(line), line),
+    );
+    const toAgent = new SideSink(
+      wire,
+      (line) => guard.run("a line toward the successor", () => this.#toAgent(line), null),
+      () => this.#end(0, null),
+    );
     const exited = new Promise<AgentExit>((resolve) => (this.#exited = resolve));
     const exit = () => this.#exit;
     this.agent = {
@@ -243,11 +265,6 @@ export class ChainLink {
       stderr: NO_STDERR,
       exited: () => exited,
     };
-  }
-
-  /** The generation the conductor initialized this link with; null before it did. */
-  get generation(): Generation | null {
-    return this.#generation;
   }
 
   /** The successor is gone: the chain ended (status 0) or a signal stopped turnguard. */
@@ -283,27 +300,37 @@ export class ChainLink {
     this.#end(0, null);
   }
 
-  /** One line from the conductor, to the side it belongs to. */
+  /** One line from the conductor, to the side it belongs to (as it is, if reading it fails). */
   #route(line: Uint8Array): void {
+    const [side, bytes] = this.#guard.run(
+      "a line from the conductor",
+      () => this.#place(line),
+      [this.clientInput, line] as const,
+    );
+    side.deliver(bytes);
+  }
+
+  /** Which side a line from the conductor goes to, and its bytes there. */
+  #place(line: Uint8Array): readonly [SideSource, Uint8Array] {
     const value = parse(line);
     const message = value === undefined ? null : toMessage(value);
-    if (message === null || !isObject(value)) return this.clientInput.deliver(line);
+    if (message === null || !isObject(value)) return [this.clientInput, line];
     const inner = unwrap(message);
     if (inner) {
       const out: JsonObject = inner.kind === "request"
         ? { jsonrpc: "2.0", id: inner.id, method: inner.method }
         : { jsonrpc: "2.0", method: inner.method };
       if (inner.params !== undefined) out.params = inner.params;
-      return this.#agentOutput.deliver(encodeLine(out, "\n"));
+      return [this.#agentOutput, encodeLine(out, "\n")];
     }
     if (message.kind === "result" || message.kind === "error") {
-      const key = idKey(message.id);
-      if (this.#wrapped.has(key)) {
+      const key = message.id;
+      if (typeof key === "string" && this.#wrapped.has(key)) {
         const id = this.#wrapped.get(key)!;
         this.#wrapped.delete(key);
-        return this.#agentOutput.deliver(encodeLine({ ...value, id }, "\n"));
+        return [this.#agentOutput, encodeLine({ ...value, id }, "\n")];
       }
-      return this.clientInput.deliver(line);
+      return [this.clientInput, line];
     }
     if (this.#generation === null && isInitialize(message)) {
       this.#generation = proxyInitOf(message) ?? "meta";
@@ -314,10 +341,10 @@ export class ChainLink {
       if (message.kind === "request") this.#initId = idKey(message.id);
       if (message.method !== "initialize") {
         // The proxy forwards what it is given: the successor is sent `initialize` (the RFD).
-        return this.clientInput.deliver(encodeLine({ ...value, method: "initialize" }, "\n"));
+        return [this.clientInput, encodeLine({ ...value, method: "initialize" }, "\n")];
       }
     }
-    this.clientInput.deliver(line);
+    return [this.clientInput, line];
   }
 
   /** A line the proxy writes toward the successor, wrapped as the generation says. */
@@ -332,12 +359,28 @@ export class ChainLink {
     }
     if (message.kind === "result" || message.kind === "error") return line;
     const generation = this.#generation ?? "meta";
+    if (message.kind === "notification" && generation === "rfd") {
+      // The RFD: a wrapped request is cancelled by its envelope's id, on this hop only.
+      const cancelled = this.#cancelOf(message.method, message.params);
+      if (cancelled) return encodeLine(cancelled, "\n");
+    }
     if (message.kind === "notification") {
       return encodeLine(wrap(generation, undefined, message.method, message.params), "\n");
     }
     const id = `${WRAPPED_ID_PREFIX}${this.#nextId++}`;
-    this.#wrapped.set(idKey(id), message.id);
+    this.#wrapped.set(id, message.id);
     return encodeLine(wrap(generation, id, message.method, message.params), "\n");
+  }
+
+  /** `$/cancel_request` of a request this layer wrapped, under the envelope's id; else null. */
+  #cancelOf(method: string, params: unknown): JsonObject | null {
+    if (method !== CANCEL_REQUEST || !isObject(params) || !("id" in params)) return null;
+    for (const [outer, inner] of this.#wrapped) {
+      if (inner === params.id) {
+        return { jsonrpc: "2.0", method, params: { ...params, id: outer } };
+      }
+    }
+    return null;
   }
 
   /** A line the proxy writes toward the client: as it is, but the initialization's answer. */

@@ -238,7 +238,7 @@ describe("turnguard in @thinkwell/conductor's chain", () => {
     );
     expect(stderr.split("initialized by").length).toBe(2);
     expect(stderr).toContain(
-      "turnguard: chain: no --profile: the agent's logs and session records are not read",
+      "turnguard: chain: profile chain names no logs or session records (--profile NAME names the agent's): only the wire is read; the agent's exit status and stderr are the conductor's, unavailable here\n",
     );
     const [o] = lines(r.f.outcomes);
     expect([o.mode, o.agent, o.status]).toEqual(["proxy", "chain", "ok"]);
@@ -258,7 +258,7 @@ describe("turnguard in @thinkwell/conductor's chain", () => {
       "rate_limit",
     ]);
     expect(readFileSync(r.f.stderr, "utf8")).toContain(
-      "turnguard: chain: profile example: its logs",
+      "turnguard: chain: profile example: the agent's logs and session records are read;",
     );
   });
 
@@ -323,6 +323,13 @@ describe("the RFD's generation, spoken by a conductor written here", () => {
     });
     const promptFwd = await next();
     expect(promptFwd.method).toBe("proxy/successor");
+    // Cancelling a wrapped request names the envelope's id, on this hop only (the RFD).
+    send({ method: "$/cancel_request", params: { id: 3 } });
+    expect(await next()).toEqual({
+      jsonrpc: "2.0",
+      method: "$/cancel_request",
+      params: { id: promptFwd.id },
+    });
     // The successor's notification and request come out of the envelope.
     const update = {
       sessionId: "s1",
