@@ -152,16 +152,20 @@ interface ChainRun {
 /** The SDK client through the conductor's chain: initialize, session/new, one prompt. */
 async function chainRun(
   mode: string,
-  proxies: "turnguard" | "behind",
+  proxies: "turnguard" | "behind" | "before",
   flags: string[],
 ): Promise<ChainRun> {
   const f = files();
   const home = mkdtempSync(join(dir, "home-"));
   const env = { HOME: home };
   const tg = { ...turnguardCommand(f, flags), env };
+  const other = { command: BUN, args: [PASSTHROUGH] };
+  const agent = agentCommand(f, mode, env);
   const chain = proxies === "turnguard"
-    ? [tg, agentCommand(f, mode, env)]
-    : [{ command: BUN, args: [PASSTHROUGH] }, tg, agentCommand(f, mode, env)];
+    ? [tg, agent]
+    : proxies === "behind"
+    ? [other, tg, agent]
+    : [tg, other, agent];
   const conductor = new Conductor({ instantiator: fromCommands(chain) });
   const pair = createChannelPair();
   const loop = conductor.connect({ connect: () => Promise.resolve(pair.left) });
@@ -262,14 +266,17 @@ describe("turnguard in @thinkwell/conductor's chain", () => {
     );
   });
 
-  test("behind another proxy: the same messages, the same answer", async () => {
-    const r = await chainRun("answer", "behind", []);
-    expect(r.answer).toEqual({ stopReason: "end_turn" });
-    expectOneAnswerEach(r.seen);
-    expectUnchanged(r);
-    expect(await exitStatus(r.f)).toBe("0");
-    expect(lines(r.f.outcomes).map((o) => o.status)).toEqual(["ok"]);
-  });
+  test.each(["behind", "before"] as const)(
+    "%s another proxy: the same messages, the same answer",
+    async (where) => {
+      const r = await chainRun("answer", where, []);
+      expect(r.answer).toEqual({ stopReason: "end_turn" });
+      expectOneAnswerEach(r.seen);
+      expectUnchanged(r);
+      expect(await exitStatus(r.f)).toBe("0");
+      expect(lines(r.f.outcomes).map((o) => o.status)).toEqual(["ok"]);
+    },
+  );
 });
 
 describe("the RFD's generation, spoken by a conductor written here", () => {
