@@ -46,6 +46,19 @@ export const PROXY_OPTIONS = {
 /** The generic profile of a chain link given no `--profile` (it reads no logs). */
 const CHAIN_PROFILE = "chain";
 
+/**
+ * `select()`, its usage error naming `flag` when `flag` gave the profile's name (the registry
+ * names `--agent`, its synonym).
+ */
+function namedBy<T>(flag: string, name: string | undefined, select: () => T): T {
+  try {
+    return select();
+  } catch (err) {
+    if (name === undefined || !(err instanceof UsageError)) throw err;
+    throw new UsageError(err.message.replace(`--agent ${name}:`, `${flag} ${name}:`));
+  }
+}
+
 /** Parses `--max-line-bytes`: a whole number of bytes, at least 1. */
 export function parseByteCount(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -94,7 +107,11 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
   // In a chain without a profile, none is read: a generic one named for the mode.
-  const profile = selectProfile(registry, profileName, command[0] ?? CHAIN_PROFILE);
+  const profile = namedBy(
+    "--profile",
+    values.profile,
+    () => selectProfile(registry, profileName, command[0] ?? CHAIN_PROFILE),
+  );
   const warn = warnLine;
   const publish = proxyPublishContext({
     values,

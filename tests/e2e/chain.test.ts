@@ -415,14 +415,22 @@ describe("the RFD's generation, spoken by a conductor written here", () => {
     expect(out.filter((m) => m.id === 2)[0].error).toBeDefined();
   });
 
-  test("--chain with an agent command is a usage error", async () => {
-    const child = spawn(bin, ["proxy", "--chain", "--", "true"], {
+  test.each([
+    [["--chain", "--", "true"], "--chain: the successor is the conductor's; give no agent command"],
+    [["--chain", "--profile", "nobody"], "--profile nobody: no such agent profile"],
+    [
+      ["--agent", "gemini", "--profile", "claude", "--", "true"],
+      "--profile claude: --agent names another profile (gemini)",
+    ],
+  ])("usage error: %j", async (args, message) => {
+    const child = spawn(bin, ["proxy", ...args], {
       stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH, HOME: mkdtempSync(join(dir, "home-")) },
     });
     let stderr = "";
     child.stderr.on("data", (c) => (stderr += c));
     const code = await new Promise<number | null>((r) => child.on("close", r));
     expect(code).toBe(125);
-    expect(stderr).toContain("--chain: the successor is the conductor's; give no agent command");
+    expect(stderr).toContain(message);
   });
 });
