@@ -59,6 +59,7 @@ export const FLAG_VALUES: Readonly<Record<string, string>> = {
   limit: "N",
   kind: "K",
   late: "N",
+  profile: "NAME",
 };
 
 /**
