@@ -74,7 +74,7 @@ bench: setup build
 # registry into $$XDG_CACHE_HOME/turnguard-corpus, then records every agent and scenario in a
 # loopback-only network namespace. AGENTS=... / SCENARIOS=... narrow it (space-separated).
 corpus-install: setup
-	$(BUN) tests/agents/record/install.ts
+	$(BUN) tests/agents/record/install.ts $(foreach a,$(AGENTS),--agent $(a))
 
 corpus: corpus-install
 	unshare -rn sh -c 'ip link set lo up && $(BUN) tests/agents/record/record.ts \
