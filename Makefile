@@ -6,7 +6,7 @@ TSC      := $(BIN)/tsc
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
 
-.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc release
+.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc first-contact release
 
 setup: node_modules/.installed
 
@@ -79,6 +79,12 @@ corpus-install: setup
 corpus: corpus-install
 	unshare -rn sh -c 'ip link set lo up && $(BUN) tests/agents/record/record.ts \
 	  $(foreach a,$(AGENTS),--agent $(a)) $(foreach s,$(SCENARIOS),--scenario $(s))'
+
+# The first-contact figure of docs/AGENTS.md: the corpus replayed with no profile (generic
+# path only), then under each agent's pack. AGENTS=... narrows it.
+first-contact: build
+	$(BUN) tests/agents/first_contact.ts $(AGENTS)
+	$(BUN) tests/agents/first_contact.ts --pack $(AGENTS)
 
 # Rewrites the generated tables of docs/AGENTS.md from the corpus replay.
 agents-doc: build

@@ -8,6 +8,8 @@ import buzz from "./buzz.ts";
 import claudeRecords from "./claude_records.ts";
 import codexRecords from "./codex_records.ts";
 import geminiRecords from "./gemini_records.ts";
+import piRecords from "./pi_records.ts";
+import qwenRecords from "./qwen_records.ts";
 
 /** Built-in packs by name, in load order. */
 export const BUILTIN_PLUGINS: ReadonlyArray<{ name: string; module: PluginModule }> = [
@@ -19,4 +21,6 @@ export const BUILTIN_PLUGINS: ReadonlyArray<{ name: string; module: PluginModule
   { name: "claude_records", module: claudeRecords },
   { name: "codex_records", module: codexRecords },
   { name: "gemini_records", module: geminiRecords },
+  { name: "pi_records", module: piRecords },
+  { name: "qwen_records", module: qwenRecords },
 ];
