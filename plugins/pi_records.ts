@@ -47,7 +47,7 @@ export function readPiRecord(value: unknown): RecordEvent | null {
     case "toolUse":
       return { kind: "reply", final: false };
     case "length":
-      return { kind: "stop", stopReason: "max_tokens", ...(text ? { cause: text } : {}) };
+      return { kind: "stop", stopReason: "max_tokens" };
     case "aborted":
       return { kind: "aborted", cause: str(message.errorMessage) || "pi aborted the turn" };
     case "error": {

@@ -24,6 +24,7 @@ export const PROFILE: Record<string, string> = {
   "codex-acp": "codex",
   "qwen-code": "qwen",
   "pi-acp": "pi",
+  "opencode": "opencode",
 };
 
 let binary: string | null = null;
