@@ -74,9 +74,9 @@ const pct = (a: number, b: number) => (b === 0 ? "–" : `${Math.round((100 * a)
 
 /** A figure as a markdown table row. */
 export function row(f: Figure): string {
-  return `| ${f.agent} | ${f.failedRight} / ${f.failed} (${pct(f.failedRight, f.failed)}) | ${
-    f.turnsRight
-  } / ${f.turns} (${pct(f.turnsRight, f.turns)}) |`;
+  return `| ${f.agent} | ${f.failedRight} / ${f.failed} (${
+    pct(f.failedRight, f.failed)
+  }) | ${f.turnsRight} / ${f.turns} (${pct(f.turnsRight, f.turns)}) |`;
 }
 
 /** A turn as one line: what was true, what turnguard said. */

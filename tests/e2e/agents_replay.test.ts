@@ -13,13 +13,7 @@ import { readTranscript } from "../agents/transcript.ts";
 import { readExpected, type Verdict } from "../agents/expected.ts";
 import type { Outcome } from "../../lib/core/outcome.ts";
 import { type DocRow, renderTables, withTables } from "../agents/agents_doc.ts";
-import {
-  corpusCases,
-  PROFILE,
-  replay,
-  type Replayed,
-  turnguardBinary,
-} from "../agents/replay.ts";
+import { corpusCases, PROFILE, replay, type Replayed, turnguardBinary } from "../agents/replay.ts";
 import { execFile } from "node:child_process";
 import { tmpdir } from "node:os";
 

@@ -202,7 +202,9 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
   mkdirSync(project, { recursive: true });
   const env: Record<string, string> = {
     // The agent's install comes first: a runtime or an adapted agent installed with it.
-    PATH: `${join(installDir(agent), "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    PATH: `${join(installDir(agent), "node_modules", ".bin")}:${
+      process.env.PATH ?? "/usr/bin:/bin"
+    }`,
     HOME: home,
     USER: "corpus",
     TERM: "dumb",
@@ -325,7 +327,10 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
       const auth = await within(driver.send("authenticate", agent.authenticate), START_MS);
       if (auth === "timeout") throw new Error("authenticate: no answer");
     }
-    const sess = await within(driver.send("session/new", { cwd: project, mcpServers: [] }), START_MS);
+    const sess = await within(
+      driver.send("session/new", { cwd: project, mcpServers: [] }),
+      START_MS,
+    );
     if (sess === "timeout") throw new Error("session/new: no answer");
     const sessionId = (sess.result as { sessionId?: string } | undefined)?.sessionId;
     if (!sessionId) throw new Error("session/new: no session id");
