@@ -9,7 +9,9 @@
  * (`systemPayload.uiEvent`, chunk-2VS5EEXU.js `logApiError` → recordUiTelemetryEventToChat):
  * `"event.name": "qwen-code.api_error"` with `error_message`, `error_type` (the SDK's error
  * class: `APIConnectionError`, ...) and `status_code` when the API answered — one record per
- * attempt, retries included.
+ * attempt, retries included; a subagent's (`subagent_id`: its memory extractor runs after
+ * the answer) is another request's. No finish reason is recorded: an answer cut at the output
+ * token limit looks whole.
  *
  * The assistant record of a prompt is written before qwen answers the prompt (corpus:
  * tests/agents/corpus/qwen-code), so a prompt with no final assistant record after it ended
@@ -50,6 +52,8 @@ export function readQwenRecord(value: unknown): RecordEvent | null {
       if (record.subtype !== "ui_telemetry") return null;
       const event = obj(obj(record.systemPayload)?.uiEvent);
       if (!event || event["event.name"] !== "qwen-code.api_error") return null;
+      // A subagent's request (its memory extractor, after the answer) is not the turn's.
+      if (event.subagent_id !== undefined) return null;
       const cause = (str(event.error_message) ?? "").trim();
       if (!cause) return null;
       const code = event.status_code;
