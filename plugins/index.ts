@@ -3,6 +3,7 @@ import type { PluginModule } from "../lib/plugin/api.ts";
 import claude from "./claude.ts";
 import codex from "./codex.ts";
 import opencode from "./opencode.ts";
+import qwen from "./qwen.ts";
 import gemini from "./gemini.ts";
 import generic from "./generic.ts";
 import buzz from "./buzz.ts";
@@ -19,6 +20,7 @@ export const BUILTIN_PLUGINS: ReadonlyArray<{ name: string; module: PluginModule
   { name: "claude", module: claude },
   { name: "codex", module: codex },
   { name: "opencode", module: opencode },
+  { name: "qwen", module: qwen },
   { name: "buzz", module: buzz },
   { name: "claude_records", module: claudeRecords },
   { name: "codex_records", module: codexRecords },

@@ -17,6 +17,7 @@
  */
 import { tidyCause } from "../lib/cause/anchors.ts";
 import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
+import { wordCategory } from "./generic.ts";
 
 /** A logfmt value of `key` in a line: quoted (backslash escapes) or bare. */
 export function logfmtValue(line: string, key: string): string | null {
@@ -64,7 +65,11 @@ export default definePlugin({
         if (!value || value === "Aborted") return null;
         const cause = tidyCause(sdkCause(value), "none");
         if (cause === "") return null;
+        // No status reaches the log: the provider's words give the category (the generic
+        // pack's rules).
         const hit: AnchorHit = { cause };
+        const category = wordCategory(cause);
+        if (category !== undefined) hit.category = category;
         return hit;
       },
     }),

@@ -6,7 +6,8 @@
  * two figures of docs/AGENTS.md are measured the same way.
  *
  * A turn is right when its status, error category and retryability are the truth's. A failed
- * turn is one whose truth is not `ok`.
+ * turn is one where something went wrong: its truth is neither `ok` nor `cancelled` (the
+ * client's own act).
  *
  * Usage: bun tests/agents/first_contact.ts [--pack] [AGENT...] (default: every corpus agent).
  * Prints one table row per agent, the total, and each turn told wrong.
@@ -61,7 +62,7 @@ export function figures(told: Told[]): Figure[] {
     for (const x of [f, total]) {
       x.turns++;
       if (ok) x.turnsRight++;
-      if (t.truth.status !== "ok") {
+      if (t.truth.status !== "ok" && t.truth.status !== "cancelled") {
         x.failed++;
         if (ok) x.failedRight++;
       }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../helpers/binary.ts";
 import { BUN, ROOT } from "../helpers/cli.ts";
-import { readTranscript } from "./transcript.ts";
+import { readTranscript, STDIN_CLOSED } from "./transcript.ts";
 import type { Outcome } from "../../lib/core/outcome.ts";
 
 /** The committed corpus. */
@@ -119,6 +119,8 @@ export async function replay(
     });
   let expectA2c = 0;
   for (const e of events) {
+    // What the agent sent after the client closed its stdin comes after the close here too.
+    if (e.dir === "meta" && e.line === STDIN_CLOSED) break;
     if (e.dir === "a2c") expectA2c++;
     if (e.dir !== "c2a") continue;
     await receivedAtLeast(expectA2c);
