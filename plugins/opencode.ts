@@ -8,16 +8,21 @@
  *   session.id=ses_... small=false agent=build mode=primary error.error="AI_APICallError: Rate
  *   limit reached for gpt-5 ..."
  *
- * one per attempt; `small=true` lines are its title generator's (a side request of the
+ * one per attempt (a structured provider error as `error.error.message="..."
+ * error.error.code=server_is_overloaded` instead); `small=true` lines are its title generator's (a side request of the
  * same turn, whose failure is not the turn's), and the AI SDK's error class
  * (`AI_APICallError`, `AI_RetryError: Failed after 3 attempts. Last error: ...`) comes first
  * in the value. When opencode gives up it logs `message=process ... error="..."` and fails
  * the prompt with JSON-RPC -32603 `"Internal error: <the provider's message>"`, `data:
- * {service, errorName}` — the provider's words with no status code.
+ * {service, errorName}` — the provider's words with no status code; `errorName` is opencode's
+ * own error class (its NamedError names, in the binary: `APIError`, `ContextOverflowError`,
+ * `ProviderAuthError`, `MessageOutputLengthError`, `MessageAbortedError`).
  */
 import { tidyCause } from "../lib/cause/anchors.ts";
 import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
 import { wordCategory } from "./generic.ts";
+import type { Category } from "../lib/core/outcome.ts";
+import { obj, str } from "./records.ts";
 
 /** A logfmt value of `key` in a line: quoted (backslash escapes) or bare. */
 export function logfmtValue(line: string, key: string): string | null {
@@ -42,6 +47,12 @@ export function sdkCause(value: string): string {
     .replace(/^Failed after \d+ attempts\. Last error:\s*/, "");
 }
 
+/** Categories of opencode's own error classes (`data.errorName`); `APIError` is the provider's. */
+export const ERROR_NAME_CATEGORY: Readonly<Record<string, Category>> = {
+  ContextOverflowError: "context",
+  ProviderAuthError: "auth",
+};
+
 /** The opencode pack: its anchors (`opencode.*`), loaded as the built-in `builtin:opencode`. */
 export default definePlugin({
   anchors: [
@@ -58,7 +69,7 @@ export default definePlugin({
         // The title generator's failures are a side request's, not the turn's.
         if (message === "stream error" && logfmtValue(line, "small") === "true") return null;
         const value = message === "stream error"
-          ? logfmtValue(line, "error.error")
+          ? logfmtValue(line, "error.error") ?? logfmtValue(line, "error.error.message")
           : message === "process"
           ? logfmtValue(line, "error")
           : null;
@@ -69,6 +80,24 @@ export default definePlugin({
         // pack's rules).
         const hit: AnchorHit = { cause };
         const category = wordCategory(cause);
+        if (category !== undefined) hit.category = category;
+        return hit;
+      },
+    }),
+    defineAnchor({
+      id: "opencode.error-name",
+      priority: 150,
+      agents: ["opencode"],
+      on: ["error"],
+      match(input) {
+        if (input.kind !== "error") return null;
+        const name = str(obj(input.error.data)?.errorName);
+        const message = str(input.error.message);
+        if (!name || !message) return null;
+        const cause = tidyCause(message.replace(/^Internal error:\s*/, ""), "none");
+        if (cause === "") return null;
+        const hit: AnchorHit = { cause };
+        const category = ERROR_NAME_CATEGORY[name] ?? wordCategory(cause);
         if (category !== undefined) hit.category = category;
         return hit;
       },
