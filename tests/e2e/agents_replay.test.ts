@@ -21,11 +21,22 @@ setDefaultTimeout(60_000);
 
 /**
  * `line` with the `data.turnguard` the proxy adds to an error response taken out again (and
- * `data` when the agent sent none), as the recorded line's JSON; any other line as it is.
+ * `data` when the agent sent none), as the recorded line's JSON; the recorded line also for
+ * the documented rewrite of a swallowed failure (README "proxy"): the agent's `end_turn`
+ * result to the same request, answered instead with a -32603 error whose `data.turnguard`
+ * says `failed` and keeps that stopReason. Any other line as it is.
  */
 function withoutAnnotation(line: string, recorded: string | undefined): string {
   if (line === recorded || recorded === undefined || !line.includes('"turnguard"')) return line;
   const msg = JSON.parse(line);
+  const was = JSON.parse(recorded);
+  const tg = msg.error?.data?.turnguard;
+  if (
+    was.result !== undefined && msg.id === was.id && msg.error?.code === -32603 &&
+    tg?.status === "failed" && tg.stopReason === was.result.stopReason
+  ) {
+    return recorded;
+  }
   const data = msg.error?.data;
   if (typeof data !== "object" || data === null || !("turnguard" in data)) return line;
   delete data.turnguard;
