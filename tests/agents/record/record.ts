@@ -408,7 +408,7 @@ async function main() {
     if (agents.length && !agents.includes(agent.name)) continue;
     if (!existsSync(join(installDir(agent), "node_modules", ".bin", agent.bin))) {
       console.error(
-        `${agent.name}: not installed in ${installDir(agent)} (run tests/agents/record/install.sh)`,
+        `${agent.name}: not installed in ${installDir(agent)} (run make corpus-install)`,
       );
       process.exitCode = 1;
       continue;
