@@ -38,7 +38,7 @@ describe("turnguard check", () => {
     expect(lines[2]).toMatch(/^profile agy — matches agy, antigravity: \d+ anchor\(s\)$/);
     expect(lines.some((l) => l.startsWith("    "))).toBe(false);
     expect(lines.at(-1)).toEndWith("0 code plugin file(s) (--verbose lists them)");
-    expect(lines.length).toBe(8);
+    expect(lines.length).toBe(11);
   });
 
   test("--verbose prints the active anchors per profile and exits 0", async () => {
@@ -63,7 +63,7 @@ describe("turnguard check", () => {
       json.profiles.flatMap((p: { anchors: { id: string }[] }) => p.anchors.map((a) => a.id)),
     );
     expect(lines.at(-1)).toBe(
-      `ok: 4 profile(s), ${ids.size} anchor(s), ${json.detectors.length} detector(s), 0 code plugin file(s)`,
+      `ok: 7 profile(s), ${ids.size} anchor(s), ${json.detectors.length} detector(s), 0 code plugin file(s)`,
     );
   });
 
@@ -75,6 +75,9 @@ describe("turnguard check", () => {
       "gemini",
       "claude",
       "codex",
+      "qwen",
+      "pi",
+      "opencode",
       "(other commands)",
     ]);
     const ids = (name: string) =>
@@ -181,7 +184,7 @@ describe("check sees what the proxy would reject", () => {
     expect(lines.filter((l) => l.startsWith("warning:"))).toEqual([
       'warning: agent agy: anchors pattern "foo.*" matches no anchor',
     ]);
-    expect(lines.at(-1)).toStartWith("ok: 4 profile(s), ");
+    expect(lines.at(-1)).toStartWith("ok: 7 profile(s), ");
     const report = JSON.parse((await tg(["check", "--json", "--config", path])).stdout);
     expect(report.warnings).toEqual([
       'agent agy: anchors pattern "foo.*" matches no anchor',

@@ -294,7 +294,7 @@ describe("usage and config errors exit 125 (as env and timeout do) before any ag
     const r = await turnguard(["run", "--agent", "nope", "--", "true"], { env: env() });
     expect(r.code).toBe(125);
     expect(r.stderr).toBe(
-      "turnguard: --agent nope: no such agent profile (known: agy, gemini, claude, codex)\n",
+      "turnguard: --agent nope: no such agent profile (known: agy, gemini, claude, codex, qwen, pi, opencode)\n",
     );
   });
   test("a bad regex names file, line and key; the agent never runs", async () => {

@@ -186,7 +186,7 @@ describe("turnguard scan", () => {
       ],
       [
         ["scan", "--agent", "nobody", "turn.log"],
-        "turnguard: --agent nobody: no such agent profile (known: agy, gemini, claude, codex)\n",
+        "turnguard: --agent nobody: no such agent profile (known: agy, gemini, claude, codex, qwen, pi, opencode)\n",
       ],
       [["scan", "--bogus", "turn.log"], "turnguard: scan: Unknown option '--bogus'\n"],
     ];

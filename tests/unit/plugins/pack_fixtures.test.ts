@@ -47,7 +47,15 @@ const adHoc = { name: "other", match: [], logs: [], logFormat: "plain" as const,
 const packs = readdirSync(DIR).filter((f) => f.endsWith(".json")).sort();
 
 test("there is a fixture file for every built-in pack", () => {
-  expect(packs).toEqual(["agy.json", "claude.json", "codex.json", "gemini.json", "generic.json"]);
+  expect(packs).toEqual([
+    "agy.json",
+    "claude.json",
+    "codex.json",
+    "gemini.json",
+    "generic.json",
+    "opencode.json",
+    "qwen.json",
+  ]);
 });
 
 for (const file of packs) {
