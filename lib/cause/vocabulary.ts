@@ -295,5 +295,9 @@ export function providerCategory(p: ProviderError | null): Category | undefined 
   const byQuota = quotaIdCategory(p.quotaIds);
   if (byQuota !== undefined) return byQuota;
   if (p.status === 402) return "quota";
-  return lookup({ codes: providerCodes(p) }, ["code"])?.row.category;
+  // A type, code or ErrorInfo reason is more specific than the status word that carries it
+  // (MODEL_CAPACITY_EXHAUSTED under RESOURCE_EXHAUSTED is capacity, not a rate limit).
+  const codes = providerCodes(p);
+  const specific = codes.filter((c) => c !== p.grpc);
+  return (lookup({ codes: specific }, ["code"]) ?? lookup({ codes }, ["code"]))?.row.category;
 }
