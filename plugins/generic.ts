@@ -248,7 +248,9 @@ export function wordCategory(words: string): Category | undefined {
 export function vocabularyHit(input: AnchorInput, tiers: readonly Tier[]): AnchorHit | null {
   if (input.kind === "text") return null;
   if (input.kind === "log" && !isErrorLine(input.line)) return null;
-  const read = input.kind === "log" ? { kind: "log" as const, line: logMessage(input.line) } : input;
+  const read = input.kind === "log"
+    ? { kind: "log" as const, line: logMessage(input.line) }
+    : input;
   const found = lookup(evidenceOf(read), tiers);
   return found === null ? null : readingHit(input, readInput(read), found.row.category);
 }

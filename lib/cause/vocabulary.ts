@@ -71,7 +71,8 @@ export const SignatureRowSchema = once(() =>
       "a signature has `text` or `regex`, not both",
     ),
     v.check(
-      (r) => r.text !== undefined || r.regex !== undefined || r.code !== undefined ||
+      (r) =>
+        r.text !== undefined || r.regex !== undefined || r.code !== undefined ||
         r.status !== undefined,
       "a signature needs at least one of `text`, `regex`, `code`, `status`",
     ),

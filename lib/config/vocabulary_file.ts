@@ -43,9 +43,9 @@ export function parseVocabularyText(path: string, source: string): StoredVocabul
     const detail = issue.kind === "schema" && issue.type === "strict_object"
       ? `unknown key \`${String(keyPath.at(-1))}\``
       : issue.message;
-    fail(keyPath, detail);
+    return fail(keyPath, detail);
   }
-  const rows = result.output!.signature;
+  const rows = result.output.signature;
   const ids = new Map<string, number>();
   const statusCategory = new Map<number, { category: string; i: number }>();
   rows.forEach((row, i) => {

@@ -13,15 +13,12 @@ import { buildClassifier, type Classifier } from "../../../lib/cause/classifier.
 import { errorCause } from "../../../lib/cause/error_cause.ts";
 import { classify, textCause } from "../../../lib/cause/classify.ts";
 import { findCause } from "../../../lib/cause/anchors.ts";
-import {
-  lookup,
-  normalizeWords,
-  vocabularyRows,
-} from "../../../lib/cause/vocabulary.ts";
+import { lookup, normalizeWords, vocabularyRows } from "../../../lib/cause/vocabulary.ts";
 import { compileVocabulary, VOCABULARY_JSON } from "../../../lib/config/embedded_config.ts";
 import { parseVocabularyText } from "../../../lib/config/vocabulary_file.ts";
 import { ConfigError } from "../../../lib/errors.ts";
 import type { JsonObject } from "../../../lib/acp/jsonrpc.ts";
+import type { Category } from "../../../lib/core/outcome.ts";
 import { ROOT } from "../../helpers/cli.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
@@ -50,7 +47,7 @@ interface Case {
   principle: string;
   name: string;
   error: JsonObject;
-  category: string;
+  category: Category;
 }
 
 const quota = "You exceeded your current quota, please check your plan and billing details";
@@ -60,7 +57,8 @@ const PRECEDENCE: Case[] = [
     name: "Anthropic overloaded_error whose message speaks of a rate limit",
     error: {
       code: -32603,
-      message: '{"type":"error","error":{"type":"overloaded_error","message":"Rate limit reached for requests"}}',
+      message:
+        '{"type":"error","error":{"type":"overloaded_error","message":"Rate limit reached for requests"}}',
     },
     category: "capacity",
   },
@@ -69,7 +67,8 @@ const PRECEDENCE: Case[] = [
     name: "OpenAI insufficient_quota under a 429 whose words say rate limit",
     error: {
       code: 429,
-      message: '{"error":{"message":"Rate limit reached for requests","code":"insufficient_quota"}}',
+      message:
+        '{"error":{"message":"Rate limit reached for requests","code":"insufficient_quota"}}',
     },
     category: "quota",
   },
@@ -82,7 +81,10 @@ const PRECEDENCE: Case[] = [
   {
     principle: "a provider's words outrank an HTTP status",
     name: "OpenAI's overloaded engine under a 429",
-    error: { code: -32603, message: "429 The engine is currently overloaded, please try again later" },
+    error: {
+      code: -32603,
+      message: "429 The engine is currently overloaded, please try again later",
+    },
     category: "capacity",
   },
   {
@@ -99,7 +101,7 @@ const PRECEDENCE: Case[] = [
   },
   {
     principle: "a gateway's catch-all 500 never outranks words naming a connection failure",
-    name: "LiteLLM's proxy body: APIConnectionError under code \"500\"",
+    name: 'LiteLLM\'s proxy body: APIConnectionError under code "500"',
     error: {
       code: -32603,
       message:
@@ -139,7 +141,9 @@ const PRECEDENCE: Case[] = [
       message: JSON.stringify({
         error: {
           message: `litellm.RateLimitError: RateLimitError: OpenAIException - ${
-            JSON.stringify(JSON.stringify({ error: { message: "quota", type: "insufficient_quota" } }))
+            JSON.stringify(
+              JSON.stringify({ error: { message: "quota", type: "insufficient_quota" } }),
+            )
           }`,
           type: null,
           param: null,
@@ -207,9 +211,14 @@ describe("precedence: the most specific evidence wins", () => {
   });
 
   test("a cause found elsewhere (stderr, records) is classified by the vocabulary", () => {
-    expect(classify("error: The socket connection was closed unexpectedly", undefined, classifier, NOW).category)
+    expect(
+      classify("error: The socket connection was closed unexpectedly", undefined, classifier, NOW)
+        .category,
+    )
       .toBe("network");
-    expect(classify("Error: Insufficient Balance", undefined, classifier, NOW).category).toBe("quota");
+    expect(classify("Error: Insufficient Balance", undefined, classifier, NOW).category).toBe(
+      "quota",
+    );
     expect(classify("no words anyone documented", undefined, classifier, NOW).category).toBe(
       "unknown",
     );
@@ -240,7 +249,7 @@ describe("words are compared normalized, once", () => {
 
 describe("the vocabulary classifies causes; it does not decide that text is a failure", () => {
   const reply =
-    "Bun says \"The socket connection was closed unexpectedly\" when the server hangs up; retry it.";
+    'Bun says "The socket connection was closed unexpectedly" when the server hangs up; retry it.';
   test("a model's reply that discusses a runtime's error is no failure of the turn", () => {
     expect(textCause(reply, classifier, NOW, [])).toBeNull();
     expect(findCause(classifier, [{ kind: "text", text: reply }]).finding?.anchor.id ?? "")
@@ -295,18 +304,49 @@ retryable = true
 source = "https://example.com/errors"
 `;
   const bad: Array<[string, string, RegExp]> = [
-    ["an unknown key", row.replace('category = "network"', 'category = "network"\ncolour = 1'), /^vocabulary\.toml:\d+: signature\[0\]\.colour: unknown key `colour`$/],
-    ["a retryable that the category contradicts", row.replace("retryable = true", "retryable = false"), /^vocabulary\.toml:7: signature\[0\]\.retryable: retryable = false, but a network failure/],
-    ["an unknown category", row.replace('"network"', '"weather"'), /^vocabulary\.toml:6: signature\[0\]\.category: /],
-    ["a regex that can take exponential time", row.replace('text = "x failed"', 'regex = "(a+)+b"\nsample = "aab"'), /^vocabulary\.toml:5: signature\[0\]\.regex: the group at character 1 repeats/],
-    ["an invalid regex", row.replace('text = "x failed"', 'regex = "(a"\nsample = "a"'), /^vocabulary\.toml:5: signature\[0\]\.regex: is not a valid regular expression$/],
-    ["a duplicate id", row + "\n" + row, /^vocabulary\.toml:11: signature\[1\]\.id: id x\.one is also signature\[0\]'s$/],
-    ["a row with nothing to match", row.replace('text = "x failed"\n', ""), /^vocabulary\.toml:1: signature\[0\]: a signature needs at least one of/],
+    [
+      "an unknown key",
+      row.replace('category = "network"', 'category = "network"\ncolour = 1'),
+      /^vocabulary\.toml:\d+: signature\[0\]\.colour: unknown key `colour`$/,
+    ],
+    [
+      "a retryable that the category contradicts",
+      row.replace("retryable = true", "retryable = false"),
+      /^vocabulary\.toml:7: signature\[0\]\.retryable: retryable = false, but a network failure/,
+    ],
+    [
+      "an unknown category",
+      row.replace('"network"', '"weather"'),
+      /^vocabulary\.toml:6: signature\[0\]\.category: /,
+    ],
+    [
+      "a regex that can take exponential time",
+      row.replace('text = "x failed"', 'regex = "(a+)+b"\nsample = "aab"'),
+      /^vocabulary\.toml:5: signature\[0\]\.regex: the group at character 1 repeats/,
+    ],
+    [
+      "an invalid regex",
+      row.replace('text = "x failed"', 'regex = "(a"\nsample = "a"'),
+      /^vocabulary\.toml:5: signature\[0\]\.regex: is not a valid regular expression$/,
+    ],
+    [
+      "a duplicate id",
+      row + "\n" + row,
+      /^vocabulary\.toml:11: signature\[1\]\.id: id x\.one is also signature\[0\]'s$/,
+    ],
+    [
+      "a row with nothing to match",
+      row.replace('text = "x failed"\n', ""),
+      /^vocabulary\.toml:1: signature\[0\]: a signature needs at least one of/,
+    ],
     [
       "two status-only rows that disagree",
       row.replace('text = "x failed"', 'status = 418\nsample = "418"') + "\n" +
       row.replace('"x.one"', '"x.two"').replace('text = "x failed"', 'status = 418\nsample = "418"')
-        .replace('category = "network"', 'category = "auth"').replace("retryable = true", "retryable = false"),
+        .replace('category = "network"', 'category = "auth"').replace(
+          "retryable = true",
+          "retryable = false",
+        ),
       /^vocabulary\.toml:\d+: signature\[1\]\.category: status 418 is network in signature\[0\]/,
     ],
   ];
