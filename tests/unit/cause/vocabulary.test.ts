@@ -275,12 +275,20 @@ describe("vocabulary.toml", () => {
         "OpenAI",
         "Anthropic",
         "Google Gemini",
+        "Google Cloud (Vertex AI)",
         "AWS Bedrock",
+        "Azure OpenAI",
+        "Mistral",
+        "xAI",
+        "Together",
+        "Fireworks",
+        "Cohere",
         "DeepSeek",
         "Groq",
         "OpenRouter",
         "Ollama",
         "LiteLLM",
+        "Portkey",
         "Bun",
         "Node (undici)",
         "Node (node:http)",
@@ -290,6 +298,7 @@ describe("vocabulary.toml", () => {
         "Python (aiohttp)",
         "Rust (reqwest)",
         "Rust (hyper)",
+        "Go (net/http)",
       ]
     ) expect(of.has(name)).toBe(true);
   });
