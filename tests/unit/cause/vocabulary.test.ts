@@ -23,10 +23,13 @@ import { ROOT } from "../../helpers/cli.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 let classifier: Classifier;
+let genericOnly: Classifier;
 beforeAll(async () => {
   // The built-in anchors alone, as `turnguard explain` uses them without --agent.
   const registry = await loadRegistry({ env: {}, cwd: ROOT });
   classifier = buildClassifier(registry.anchors);
+  // The generic path alone: no agent pack's anchor helps.
+  genericOnly = buildClassifier(registry.anchors.filter((a) => a.id.startsWith("generic.")));
 });
 
 describe("every row is a test: its documented text through explain gives its category", () => {
@@ -135,14 +138,17 @@ const PRECEDENCE: Case[] = [
   },
   {
     principle: "LiteLLM-style envelopes are unwrapped, even when escaped twice",
-    name: "a provider error escaped twice inside the gateway's message",
+    name: "a provider's type escaped twice inside the gateway's message outranks its words",
     error: {
       code: -32603,
       message: JSON.stringify({
         error: {
-          message: `litellm.RateLimitError: RateLimitError: OpenAIException - ${
+          message: `litellm.RateLimitError: RateLimitError: AnthropicException - ${
             JSON.stringify(
-              JSON.stringify({ error: { message: "quota", type: "insufficient_quota" } }),
+              JSON.stringify({
+                type: "error",
+                error: { type: "overloaded_error", message: "Rate limit reached for requests" },
+              }),
             )
           }`,
           type: null,
@@ -151,7 +157,7 @@ const PRECEDENCE: Case[] = [
         },
       }),
     },
-    category: "quota",
+    category: "capacity",
   },
   {
     principle: "JSON-RPC data is read whatever its shape; a generic message never hides it",
@@ -196,8 +202,8 @@ const PRECEDENCE: Case[] = [
 describe("precedence: the most specific evidence wins", () => {
   for (const c of PRECEDENCE) {
     test(`${c.principle}: ${c.name} → ${c.category}`, () => {
-      const { cause } = errorCause(c.error, classifier, NOW);
-      expect(cause.error.category).toBe(c.category);
+      expect(errorCause(c.error, classifier, NOW).cause.error.category).toBe(c.category);
+      expect(errorCause(c.error, genericOnly, NOW).cause.error.category).toBe(c.category);
     });
   }
 
