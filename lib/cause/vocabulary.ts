@@ -150,7 +150,7 @@ function tryRegExp(source: string): RegExp | null {
 export function normalizeWords(text: string): string {
   const words = text
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .replace(/([A-Z])(?=[A-Z][a-z])/g, "$1 ")
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, " ")
     .trim();
@@ -227,10 +227,10 @@ export function lookup(evidence: Evidence, tiers: readonly Tier[] = TIERS): Sign
 /**
  * An HTTP status written in words (`Error code: 429`, `status code 503`, `HTTP 502`,
  * `API Error: 529`, or a text that starts with one): the status a wrapper reports when it
- * passes no JSON on.
+ * passes no JSON on. Every repetition is bounded: linear on any text.
  */
 const STATUS_WORDS =
-  /(?:\b(?:status(?: code)?|error(?: code)?|http(?:\/\d(?:\.\d)?)?)\s*[:=]?\s*|^\s*)([1-5]\d\d)\b/i;
+  /(?:\b(?:status(?: code)?|error(?: code)?|http(?:\/\d(?:\.\d)?)?)[\s:=]{0,4}|^\s{0,8})([1-5]\d\d)\b/i;
 
 /** The status a text states in words, if any. */
 export function statusInWords(text: string): number | undefined {
