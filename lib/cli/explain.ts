@@ -1,6 +1,7 @@
 /**
  * `turnguard explain [--agent NAME] [--config PATH] [--kind K] [--json] TEXT|-`: for one
- * input, which anchors were tried in which order, what each said, and why the winner won.
+ * input, which anchors were tried in which order, what each said, and why the winner won;
+ * and which signature of the provider vocabulary (vocabulary.toml) its words match.
  * Matching and classifying the input share one code plugin budget, as one turn does.
  * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
  */
@@ -23,6 +24,7 @@ import {
   scanRecordFiles,
 } from "./scan.ts";
 import type { Classifier } from "../cause/classifier.ts";
+import { evidenceOf, lookup, type Signature } from "../cause/vocabulary.ts";
 import { stdout } from "../io/stdio.ts";
 import { warnLine, writeShown } from "../io/output.ts";
 import { redactedJson } from "../text/redact.ts";
@@ -77,6 +79,7 @@ export function explainInput(
   e: Explanation;
   diagnostics: string[];
   classified: { category: string; retry: RetryHint; cause: string } | null;
+  vocabulary: Signature | null;
 } {
   return withPluginBudget(() => {
     const input = lineInput(text, kind);
@@ -91,6 +94,7 @@ export function explainInput(
     return {
       e,
       diagnostics,
+      vocabulary: lookup(evidenceOf(input)),
       classified: classified &&
         ("error" in classified
           ? {
@@ -101,6 +105,16 @@ export function explainInput(
           : { ...classified, cause: e.winner?.hit.cause ?? "" }),
     };
   });
+}
+
+/**
+ * The provider vocabulary's reading of the input, one line: which signature (vocabulary.toml)
+ * its words, code or status match, and where that wording is documented.
+ */
+export function vocabularyLine(found: Signature | null): string {
+  if (found === null) return "vocabulary: no signature matches\n";
+  const { row, tier } = found;
+  return `vocabulary: ${row.id} (${row.of}, by ${tier}) → ${row.category}  source: ${row.source}\n`;
 }
 
 /** Runs `turnguard explain ARGS` and returns the exit code. */
@@ -126,7 +140,12 @@ export async function explainCommand(argv: string[]): Promise<number> {
     );
   }
   const classifier = commandClassifier(registry, values.agent);
-  const { e, diagnostics, classified } = explainInput(classifier, text, kind, Date.now());
+  const { e, diagnostics, classified, vocabulary } = explainInput(
+    classifier,
+    text,
+    kind,
+    Date.now(),
+  );
   if (values.json) {
     void stdout.write(
       redactedJson({
@@ -145,11 +164,18 @@ export async function explainCommand(argv: string[]): Promise<number> {
         cause: e.winner ? classified?.cause ?? null : null,
         category: e.winner ? classified?.category ?? null : null,
         retry: e.winner ? classified?.retry ?? null : null,
+        vocabulary: vocabulary && {
+          id: vocabulary.row.id,
+          of: vocabulary.row.of,
+          tier: vocabulary.tier,
+          category: vocabulary.row.category,
+          source: vocabulary.row.source,
+        },
         diagnostics,
       }) + "\n",
     );
   } else {
-    writeShown(formatExplanation(e, classified));
+    writeShown(formatExplanation(e, classified) + vocabularyLine(vocabulary));
     for (const d of diagnostics) warnLine(`turnguard: ${d}`);
   }
   return e.winner ? 0 : 1;

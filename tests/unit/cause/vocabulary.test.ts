@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { explainInput } from "../../../lib/cli/explain.ts";
+import { explainInput, vocabularyLine } from "../../../lib/cli/explain.ts";
 import { loadRegistry } from "../../../lib/config/registry.ts";
 import { buildClassifier, type Classifier } from "../../../lib/cause/classifier.ts";
 import { errorCause } from "../../../lib/cause/error_cause.ts";
@@ -227,6 +227,23 @@ describe("precedence: the most specific evidence wins", () => {
     );
     expect(classify("no words anyone documented", undefined, classifier, NOW).category).toBe(
       "unknown",
+    );
+  });
+});
+
+describe("explain names the signature and its source", () => {
+  test("whatever kind the input is read as, even when no anchor reads it", () => {
+    const text = "The socket connection was closed unexpectedly.";
+    const { e, vocabulary } = explainInput(classifier, text, "text", NOW);
+    expect(e.winner).toBeNull();
+    expect(vocabulary?.row.id).toBe("bun.connection-closed");
+    expect(vocabularyLine(vocabulary)).toBe(
+      `vocabulary: bun.connection-closed (Bun, by words) → network  source: ${
+        vocabulary!.row.source
+      }\n`,
+    );
+    expect(vocabularyLine(explainInput(classifier, "all good", "text", NOW).vocabulary)).toBe(
+      "vocabulary: no signature matches\n",
     );
   });
 });
