@@ -322,6 +322,7 @@ describe("vocabulary.toml", () => {
         "Rust (reqwest)",
         "Rust (hyper)",
         "Go (net/http)",
+        "Java (java.net.http)",
       ]
     ) expect(of.has(name)).toBe(true);
   });
