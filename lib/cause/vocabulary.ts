@@ -6,7 +6,7 @@
  *
  * Evidence is read in tiers, most specific first: a provider's own code or type, then its
  * words, then an HTTP status, then a wrapper's words (an SDK's or gateway's exception class,
- * a catch-all reason phrase). Within a tier, the category rank (QUOTA first) decides.
+ * a catch-all reason phrase). Within a tier, the category rank (quota first) decides.
  *
  * Words are compared normalized, on both sides, once: CamelCase split, lower case, every
  * run of other characters (spaces, `_`, `-`, `.`, punctuation) one space, so that
@@ -103,9 +103,10 @@ export type Tier = "code" | "words" | "status" | "wrapper";
 export const TIERS: readonly Tier[] = ["code", "words", "status", "wrapper"];
 
 /**
- * Where the vocabulary ranks among anchors (priority): its words above the generic packs'
- * word rules (plugins/generic.ts, 15 to 90) and below every agent pack and declarative anchor of anchors.toml (100 and up); its
- * statuses and wrappers' words below every word rule, above the bare status fallback (10).
+ * Where the vocabulary ranks among anchors (priority): its words above the generic pack's
+ * word rules (plugins/generic.ts, 15 to 90) and below every agent pack and every declarative
+ * anchor of anchors.toml (100 and up); its statuses and wrappers' words below every word
+ * rule, above the bare status fallback (10).
  */
 export const VOCABULARY_PRIORITY = { words: 95, status: 12 } as const;
 
@@ -274,7 +275,7 @@ export function evidenceOf(input: AnchorInput): Evidence & { provider: ProviderE
   };
 }
 
-/** `limit: 0` of a QuotaFailure id's window: a day or longer is a quota, a minute a rate limit. */
+/** A QuotaFailure id's window: a day or longer is a quota, a minute or an hour a rate limit. */
 function quotaIdCategory(ids: readonly string[] | undefined): Category | undefined {
   if (!ids?.length) return undefined;
   if (ids.some((id) => /Per(?:Day|Month|Week)/.test(id))) return "quota";
