@@ -1,6 +1,7 @@
 /**
  * `turnguard explain [--agent NAME] [--config PATH] [--kind K] [--json] TEXT|-`: for one
- * input, which anchors were tried in which order, what each said, and why the winner won.
+ * input, which anchors were tried in which order, what each said, and why the winner won;
+ * and which signature of the provider vocabulary (vocabulary.toml) its words match.
  * Matching and classifying the input share one code plugin budget, as one turn does.
  * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
  */
@@ -14,7 +15,16 @@ import type { RetryHint } from "../core/outcome.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { loadRegistry } from "../config/registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
-import { commandClassifier, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
+import {
+  commandClassifier,
+  type InputKind,
+  lineInput,
+  parseKind,
+  SCAN_OPTIONS,
+  scanRecordFiles,
+} from "./scan.ts";
+import type { Classifier } from "../cause/classifier.ts";
+import { evidenceOf, lookup, type Signature } from "../cause/vocabulary.ts";
 import { stdout } from "../io/stdio.ts";
 import { warnLine, writeShown } from "../io/output.ts";
 import { redactedJson } from "../text/redact.ts";
@@ -55,6 +65,58 @@ export function formatExplanation(
   return out.join("\n") + "\n";
 }
 
+/**
+ * What `explain` says of one input, in process: the matcher's story, and the category and
+ * retry hint the input is classified with (an agent's error exactly as the proxy classifies
+ * it). Matching and classifying share one plugin budget.
+ */
+export function explainInput(
+  classifier: Classifier,
+  text: string,
+  kind: InputKind,
+  now: number,
+): {
+  e: Explanation;
+  diagnostics: string[];
+  classified: { category: string; retry: RetryHint; cause: string } | null;
+  vocabulary: Signature | null;
+} {
+  return withPluginBudget(() => {
+    const input = lineInput(text, kind);
+    const e = explain(classifier, input);
+    const diagnostics = [...e.diagnostics];
+    // An agent's error is classified exactly as the proxy classifies it.
+    const classified = input.kind === "error"
+      ? errorCause({ ...input.error }, classifier, now).cause
+      : e.winner
+      ? classify(e.winner.hit.cause, e.winner.hit, classifier, now, diagnostics)
+      : null;
+    return {
+      e,
+      diagnostics,
+      vocabulary: lookup(evidenceOf(input)),
+      classified: classified &&
+        ("error" in classified
+          ? {
+            category: classified.error.category,
+            retry: classified.retry,
+            cause: classified.error.message,
+          }
+          : { ...classified, cause: e.winner?.hit.cause ?? "" }),
+    };
+  });
+}
+
+/**
+ * The provider vocabulary's reading of the input, one line: which signature (vocabulary.toml)
+ * its words, code or status match, and where that wording is documented.
+ */
+export function vocabularyLine(found: Signature | null): string {
+  if (found === null) return "vocabulary: no signature matches\n";
+  const { row, tier } = found;
+  return `vocabulary: ${row.id} (${row.of}, by ${tier}) → ${row.category}  source: ${row.source}\n`;
+}
+
 /** Runs `turnguard explain ARGS` and returns the exit code. */
 export async function explainCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseOptions("explain", argv, SCAN_OPTIONS, true);
@@ -78,29 +140,12 @@ export async function explainCommand(argv: string[]): Promise<number> {
     );
   }
   const classifier = commandClassifier(registry, values.agent);
-  const { e, diagnostics, classified } = withPluginBudget(() => {
-    const input = lineInput(text, kind);
-    const e = explain(classifier, input);
-    const diagnostics = [...e.diagnostics];
-    // An agent's error is classified exactly as the proxy classifies it.
-    const classified = input.kind === "error"
-      ? errorCause({ ...input.error }, classifier, Date.now()).cause
-      : e.winner
-      ? classify(e.winner.hit.cause, e.winner.hit, classifier, Date.now(), diagnostics)
-      : null;
-    return {
-      e,
-      diagnostics,
-      classified: classified &&
-        ("error" in classified
-          ? {
-            category: classified.error.category,
-            retry: classified.retry,
-            cause: classified.error.message,
-          }
-          : { ...classified, cause: e.winner?.hit.cause ?? "" }),
-    };
-  });
+  const { e, diagnostics, classified, vocabulary } = explainInput(
+    classifier,
+    text,
+    kind,
+    Date.now(),
+  );
   if (values.json) {
     void stdout.write(
       redactedJson({
@@ -119,11 +164,18 @@ export async function explainCommand(argv: string[]): Promise<number> {
         cause: e.winner ? classified?.cause ?? null : null,
         category: e.winner ? classified?.category ?? null : null,
         retry: e.winner ? classified?.retry ?? null : null,
+        vocabulary: vocabulary && {
+          id: vocabulary.row.id,
+          of: vocabulary.row.of,
+          tier: vocabulary.tier,
+          category: vocabulary.row.category,
+          source: vocabulary.row.source,
+        },
         diagnostics,
       }) + "\n",
     );
   } else {
-    writeShown(formatExplanation(e, classified));
+    writeShown(formatExplanation(e, classified) + vocabularyLine(vocabulary));
     for (const d of diagnostics) warnLine(`turnguard: ${d}`);
   }
   return e.winner ? 0 : 1;
