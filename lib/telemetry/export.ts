@@ -3,9 +3,9 @@
  * settings and, only when export is configured, starts loading the SDK in the background
  * (lib/telemetry/otel.ts); the turn recorder (lib/retry/turn_recorder.ts) tells it of each
  * attempt's end and of each stopped retry, which never waits for the SDK, and `close`
- * waits for the last records at most the flush bound. A collector that is down or slow costs no turn: its
- * records are dropped and counted; the first drop is said at once in one stderr line (a
- * long-running proxy does not keep it until it stops), and the count at exit.
+ * waits for the last records at most the flush bound. A collector that is down or slow
+ * costs no turn: its records are dropped and counted; the first drop is said at once in one
+ * stderr line (a long-running proxy does not keep it until it stops), and the count at exit.
  */
 import { VERSION } from "../version.ts";
 import type { Outcome } from "../core/outcome.ts";

@@ -47,8 +47,6 @@ import {
 import { type ExportCounts, logView, sinkExporter, spanView } from "./sink.ts";
 import type { Protocol, SignalTarget, TelemetrySettings } from "./settings.ts";
 
-export type { ExportCounts } from "./sink.ts";
-
 /** The instrumentation scope of everything turnguard exports. */
 const SCOPE = "turnguard";
 /** Turns kept open (their retry may still come) at most; the oldest is ended first. */

@@ -6,7 +6,7 @@
  * modules are never loaded; Deno from source exports too.
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -199,6 +199,64 @@ describe("turnguard run exports each turn", () => {
     expect([turn.startMs, turn.endMs]).toEqual([attempts[0].startMs, attempts[1].endMs]);
     // One log record for the turn: its final status.
     expect(r.logs.map((l) => [l.severityText, l.spanId])).toEqual([["INFO", turn.spanId]]);
+  }, 60_000);
+
+  /** `run --retries 1` of the flaky agent whose first step asks for a 100 s wait. */
+  async function waitingRetry(
+    r: Receiver,
+    then: (
+      child: { kill(signal: NodeJS.Signals): boolean },
+      env: Record<string, string | undefined>,
+    ) => void,
+  ) {
+    const dir = freshHome();
+    const journal = join(dir, "journal.jsonl");
+    const env = homeEnv(dir, {
+      ...NO_OTEL,
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      TURNGUARD_JOURNAL: journal,
+      FLAKY_COUNTER: join(dir, "counter"),
+      FLAKY_PLAN: "longhint,ok",
+    });
+    const scheduled = () =>
+      existsSync(journal) && readFileSync(journal, "utf8").includes("retry_scheduled");
+    return await runProcess(
+      [binary, "run", "--name", "w1", "--retries", "1", "--retry-max-wait", "200", "--", FLAKY],
+      {
+        env,
+        onSpawn: (c) =>
+          void (async () => {
+            for (let i = 0; i < 600 && !scheduled(); i++) await Bun.sleep(50);
+            then(c, env);
+          })(),
+      },
+    );
+  }
+
+  test("turnguard retry runs the waiting retry now: one OK turn span, two attempts", async () => {
+    const r = await receiver();
+    const res = await waitingRetry(r, (_child, env) => {
+      void runProcess([binary, "retry", "w1"], { env });
+    });
+    expect([res.code, res.stdout]).toEqual([0, "the answer\n"]);
+    const turns = r.spans.filter((s) => s.name.startsWith("invoke_agent "));
+    const attempts = r.spans.filter((s) => s.name.startsWith("attempt "));
+    expect(turns.map((t) => [t.status.code ?? 0, t.attributes["turnguard.attempts"]])).toEqual([
+      [0, 2],
+    ]);
+    expect(attempts.map((a) => a.parentSpanId)).toEqual([turns[0].spanId, turns[0].spanId]);
+  }, 60_000);
+
+  test("a waiting retry stopped by SIGTERM: the turn ends ERROR with its one attempt", async () => {
+    const r = await receiver();
+    const res = await waitingRetry(r, (child) => void child.kill("SIGTERM"));
+    expect(res.code).toBe(1);
+    const turns = r.spans.filter((s) => s.name.startsWith("invoke_agent "));
+    expect(turns.map((t) => [t.status.code, t.attributes["turnguard.attempts"]])).toEqual([
+      [2, 1],
+    ]);
+    expect(r.spans.filter((s) => s.parentSpanId === turns[0].spanId)).toHaveLength(1);
+    expect(r.logs.map((l) => l.severityText)).toEqual(["ERROR"]);
   }, 60_000);
 
   test("reply text: absent by default, redacted with include_reply", async () => {

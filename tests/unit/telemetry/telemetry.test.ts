@@ -418,7 +418,8 @@ describe("the sink's one function for every exported string", () => {
 
   test("every string of a nested value, keys too; other values kept", () => {
     const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz";
-    expect(exportedValue({ [key]: [key, 1, true, null, { deep: `x ${key}` }] })).toEqual({
+    const value: Record<string, unknown> = { [key]: [key, 1, true, null, { deep: `x ${key}` }] };
+    expect(exportedValue(value)).toEqual({
       "[REDACTED:anthropic]": ["[REDACTED:anthropic]", 1, true, null, {
         deep: "x [REDACTED:anthropic]",
       }],
