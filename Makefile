@@ -4,7 +4,7 @@ BUN      := $(BIN)/bun
 DENO     := $(BIN)/deno
 TSC      := $(BIN)/tsc
 DIST     := dist/turnguard
-SOURCES  := $(shell find main.ts lib plugins anchors.toml -type f 2>/dev/null)
+SOURCES  := $(shell find main.ts lib plugins anchors.toml vocabulary.toml -type f 2>/dev/null)
 
 .PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc release
 
@@ -21,8 +21,9 @@ node_modules/.installed: package.json package-lock.json
 
 build: $(DIST)
 
-# The embedded defaults, parsed and validated ahead of time (lib/config/embedded_config.ts).
-lib/config/embedded_config.json: anchors.toml lib/config/config.ts lib/config/embedded_config.ts lib/cause/anchors.ts
+# The embedded defaults and the provider vocabulary, parsed and validated ahead of time
+# (lib/config/embedded_config.ts writes both files).
+lib/config/embedded_config.json lib/cause/vocabulary.json &: anchors.toml vocabulary.toml lib/config/config.ts lib/config/embedded_config.ts lib/config/vocabulary_file.ts lib/cause/anchors.ts lib/cause/vocabulary.ts
 	$(BUN) lib/config/embedded_config.ts
 
 # The JIT's tier-up thresholds scaled up at start: a command's start-up code runs once and
@@ -33,7 +34,7 @@ JIT_POLICY := 10
 # (variables the agent would inherit, TURNGUARD_CONFIG among them) and its bunfig.toml.
 NO_AUTOLOAD := --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-$(DIST): setup lib/config/embedded_config.json $(SOURCES)
+$(DIST): setup lib/config/embedded_config.json lib/cause/vocabulary.json $(SOURCES)
 	@mkdir -p dist
 	$(BUN) build --compile --minify --bytecode --format=esm --splitting \
 	  --compile-jit-policy $(JIT_POLICY) $(NO_AUTOLOAD) main.ts --outfile $(DIST)
@@ -52,7 +53,7 @@ fmt: setup
 
 # Every target's binary in turnguard-<version>-<target>.tar.gz, the npm package and
 # SHA256SUMS, in dist/release (scripts/release.ts; TARGETS=linux-x64,... for fewer).
-release: setup lib/config/embedded_config.json
+release: setup lib/config/embedded_config.json lib/cause/vocabulary.json
 	$(BUN) scripts/release.ts $(if $(TARGETS),--targets $(TARGETS))
 
 demo: build

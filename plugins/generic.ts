@@ -38,11 +38,17 @@ import {
   errorWords,
   grpcCategory,
   parseProviderError,
-  providerCategory,
   type ProviderError,
   rpcProviderError,
   statusCategory,
 } from "../lib/cause/provider_error.ts";
+import {
+  evidenceOf,
+  lookup,
+  providerCategory,
+  type Tier,
+  VOCABULARY_PRIORITY,
+} from "../lib/cause/vocabulary.ts";
 
 /** One category rule: an anchor id, its priority and the words that give the category. */
 interface Rule {
@@ -79,9 +85,8 @@ export const RULES: readonly Rule[] = [
     id: "generic.capacity",
     category: "capacity",
     priority: 70,
-    words:
-      /overloaded|over capacity|no capacity|high demand|high traffic|service unavailable|bad gateway|internal server error|server_error|api_error/i,
-    codes: /\b(?:500|502|503|529)\b|\bUNAVAILABLE\b|\bMODEL_CAPACITY_EXHAUSTED\b/,
+    words: /overloaded|over capacity|no capacity|high demand|high traffic/i,
+    codes: /\b529\b|\bUNAVAILABLE\b|\bMODEL_CAPACITY_EXHAUSTED\b/,
   },
   {
     id: "generic.auth",
@@ -120,6 +125,15 @@ export const RULES: readonly Rule[] = [
     priority: 20,
     words:
       /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|connection (?:refused|reset|closed|error|failed)|socket hang up|network error|fetch failed|stream disconnected|error sending request|(?:^|: )terminated\s*$|unterminated string in json|json parse error: unterminated/i,
+  },
+  {
+    // A server's or gateway's catch-all ("something went wrong upstream"): below every rule
+    // whose words say what went wrong (a refused connection behind a gateway's 500).
+    id: "generic.server-error",
+    category: "capacity",
+    priority: 15,
+    words: /service unavailable|bad gateway|internal server error|server_error|api_error/i,
+    codes: /\b(?:500|502|503)\b/,
   },
 ];
 
@@ -252,7 +266,22 @@ export function structuralCategory(input: AnchorInput): Category | undefined {
  * gemini-cli sends a failed fetch or a missing model under JSON-RPC code 500.
  */
 export function wordCategory(words: string): Category | undefined {
-  return RULES.find((rule) => applies(rule, words))?.category;
+  return lookup({ text: words }, ["words"])?.row.category ??
+    RULES.find((rule) => applies(rule, words))?.category;
+}
+
+/**
+ * The hit of the vocabulary (lib/cause/vocabulary.ts) on an error or an error-level log line,
+ * in `tiers`: the row's category, the readable cause, its status and RetryInfo delay.
+ */
+export function vocabularyHit(input: AnchorInput, tiers: readonly Tier[]): AnchorHit | null {
+  if (input.kind === "text") return null;
+  if (input.kind === "log" && !isErrorLine(input.line)) return null;
+  const read = input.kind === "log"
+    ? { kind: "log" as const, line: logMessage(input.line) }
+    : input;
+  const found = lookup(evidenceOf(read), tiers);
+  return found === null ? null : readingHit(input, readInput(read), found.row.category);
 }
 
 /** The generic pack: its anchors (`generic.*`), loaded as the built-in `builtin:generic`. */
@@ -270,6 +299,22 @@ export default definePlugin({
         if (category === undefined) return null;
         return readingHit(input, reading, category);
       },
+    }),
+    // The vocabulary: a provider's or runtime's own words above the generic word rules; HTTP
+    // statuses and wrappers' words below every rule whose words say what went wrong. It reads
+    // errors and error-level log lines, never a turn's streamed text (classify() consults it
+    // for a cause found elsewhere).
+    defineAnchor({
+      id: "generic.vocabulary",
+      priority: VOCABULARY_PRIORITY.words,
+      on: ["error", "log"],
+      match: (input) => vocabularyHit(input, ["words"]),
+    }),
+    defineAnchor({
+      id: "generic.vocabulary-status",
+      priority: VOCABULARY_PRIORITY.status,
+      on: ["error", "log"],
+      match: (input) => vocabularyHit(input, ["status", "wrapper"]),
     }),
     ...RULES.map((rule) =>
       defineAnchor({

@@ -10,6 +10,7 @@ import type { AnchorHit } from "../plugin/api.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { parseRecovery, retryHint } from "../core/retry_hint.ts";
 import { classifiedHead } from "../text/text.ts";
+import { evidenceOf, lookup, VOCABULARY_PRIORITY } from "./vocabulary.ts";
 
 /** A classified failure: its category and the retry hint. */
 export interface Classification {
@@ -19,7 +20,9 @@ export interface Classification {
 
 /**
  * Classifies a cause. The category is the hit's own when its anchor knows it, else that of
- * the highest-priority `text` anchor of the profile matching the cause, else `unknown` (an
+ * the highest-priority `text` anchor of the profile matching the cause — the provider
+ * vocabulary (lib/cause/vocabulary.ts) ranking among them as its error anchors do — else
+ * `unknown` (an
  * anchor that only finds the message, a pack's reader of an error shape that says no
  * category, yields to the next). The retry hint is the hit's own, else the first one a
  * matching text anchor gives, else read from the cause text.
@@ -35,14 +38,28 @@ export function classify(
   let retryFromText = hit?.retry;
   if (category === undefined) {
     const input = { kind: "text" as const, text: cause };
+    // The vocabulary's tiers, each where its anchors rank among the text anchors.
+    const pending = [
+      { priority: VOCABULARY_PRIORITY.words, tiers: ["code", "words"] as const },
+      { priority: VOCABULARY_PRIORITY.status, tiers: ["status", "wrapper"] as const },
+    ];
+    const vocabulary = (below: number): Category | undefined => {
+      while (pending.length > 0 && pending[0].priority > below) {
+        const found = lookup(evidenceOf(input), pending.shift()!.tiers);
+        if (found !== null) return found.row.category;
+      }
+      return undefined;
+    };
     category = withPluginBudget(() => {
       for (const anchor of classifier.text) {
+        const known = vocabulary(anchor.priority);
+        if (known !== undefined) return known;
         const found = tryMatch(anchor, input, diagnostics);
         if (!found) continue;
         retryFromText ??= found.retry;
         if (found.category !== undefined) return found.category;
       }
-      return "unknown";
+      return vocabulary(-Infinity) ?? "unknown";
     });
   }
   const parsed = parseRecovery(classifiedHead(cause), now);

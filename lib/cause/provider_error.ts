@@ -45,7 +45,8 @@ export interface ProviderError {
 
 const MAX_DEPTH = 8;
 /** Messages that say nothing by themselves, so the error's data is read instead. */
-const EMPTY_MESSAGE = /^\s*(?:internal error|error|unknown error|an error occurred)?\s*[.:]?\s*$/i;
+const EMPTY_MESSAGE =
+  /^\s*(?:internal error|agent error|error|unknown error|an error occurred)?\s*[.:]?\s*$/i;
 /** The JSON-RPC SDK's prefix for internal errors with a message (`Internal error: ...`). */
 const INTERNAL_PREFIX = /^\s*internal error:\s*/i;
 /** `API Error: 429 {...}`, `API Error (529 {...})`, `Error: 400 {...}`, `got status: 429`, `429 {...}`. */
@@ -83,6 +84,22 @@ export function embeddedJson(text: string): Json | undefined {
   return undefined;
 }
 
+/**
+ * The JSON in a text whose JSON was escaped into a string once more than it was parsed
+ * (a gateway's envelope around a provider error, `{\"error\":{\"message\":...}}`): the text
+ * unescaped once, then read as embeddedJson reads it. Undefined when the text has no `\"`.
+ */
+export function escapedJson(text: string): Json | undefined {
+  const at = text.indexOf('\\"');
+  if (at === -1) return undefined;
+  const start = text.lastIndexOf("{", at);
+  if (start === -1) return undefined;
+  const end = text.lastIndexOf("}");
+  if (end <= at) return undefined;
+  const unescaped = parseBoundedJson(`"${text.slice(start, end + 1)}"`);
+  return typeof unescaped === "string" ? embeddedJson(unescaped) : undefined;
+}
+
 /** Milliseconds of a protobuf Duration string (`"37s"`, `"0.539477544s"`). */
 function durationMs(value: unknown): number | undefined {
   if (typeof value !== "string") return undefined;
@@ -94,7 +111,7 @@ function durationMs(value: unknown): number | undefined {
 function collect(value: unknown, into: Partial<ProviderError>, depth: number): void {
   if (depth > MAX_DEPTH) return;
   if (typeof value === "string") {
-    const inner = embeddedJson(value);
+    const inner = embeddedJson(value) ?? escapedJson(value);
     if (inner !== undefined) {
       const status = value.match(STATUS_PREFIX);
       if (status && into.status === undefined) into.status = Number(status[1]);
@@ -119,6 +136,8 @@ function collect(value: unknown, into: Partial<ProviderError>, depth: number): v
   if (Array.isArray(value.violations)) collect(value.violations, into, depth + 1);
   if (typeof code === "number" && code >= 100 && code <= 599) into.status ??= code;
   if (typeof code === "string" && /^[a-z_]+$/.test(code)) into.type ??= code;
+  // A gateway's status as a string (LiteLLM's proxy: `"code": "429"`).
+  if (typeof code === "string" && /^[1-5]\d\d$/.test(code)) into.status ??= Number(code);
   if (typeof status === "string" && /^[A-Z_]+$/.test(status)) into.grpc ??= status;
   if (typeof status === "number" && status >= 100 && status <= 599) into.status ??= status;
   if (typeof type === "string" && type !== "error") into.type ??= type;
@@ -133,7 +152,39 @@ function collect(value: unknown, into: Partial<ProviderError>, depth: number): v
   else if (typeof value.details === "string" || isObject(value.details)) {
     collect(value.details, into, depth + 1);
   }
+  // Any other key: an agent's own shape (`{"cause": "..."}`, `{"reason": ...}`) still says
+  // what happened when the known keys said nothing.
+  if (into.message !== undefined) return;
+  for (const [key, inner] of Object.entries(value)) {
+    if (KNOWN_KEYS.has(key)) continue;
+    // A sentence or a nested object; an identifier (`"errorKind": "rate_limit"`) is no message.
+    if (typeof inner === "string" ? !/\s/.test(inner.trim()) : typeof inner !== "object") continue;
+    collect(inner, into, depth + 1);
+    if (into.message !== undefined) return;
+  }
 }
+
+/** Keys read by name above (an id or a status word is no message). */
+const KNOWN_KEYS = new Set([
+  "code",
+  "status",
+  "type",
+  "reason",
+  "error_code",
+  "quotaId",
+  "violations",
+  "retryDelay",
+  "error",
+  "message",
+  "detail",
+  "error_description",
+  "details",
+  "@type",
+  "domain",
+  "param",
+  "request_id",
+  "requestId",
+]);
 
 /**
  * Parses provider error JSON found in `value` (a string with JSON in it, or parsed JSON);
@@ -161,21 +212,33 @@ export type RpcError = Extract<AnchorInput, { kind: "error" }>["error"];
 
 /**
  * The provider error inside a JSON-RPC error: from its message (`Internal error: API Error:
- * 429 {...}`), or, when the message says nothing, from its data. When no provider JSON is
- * there, the message itself (without the SDK's `Internal error: ` prefix) is the message,
- * or a readable `data.message` / `data.details`.
+ * 429 {...}`), or, when the message says nothing ("Internal error", "Agent error"), from its
+ * data, whatever its shape (a bare string, `details`, a nested `error`, another key). When no
+ * provider JSON is in the message, the message itself (without the SDK's `Internal error: `
+ * prefix) is the message, with the codes and status the data holds.
  */
 export function rpcProviderError(error: RpcError): ProviderError | null {
   const raw = typeof error.message === "string" ? error.message : "";
   const message = raw.replace(INTERNAL_PREFIX, "");
   const fromMessage = parseProviderError(message);
   if (fromMessage) return fromMessage;
-  if (!EMPTY_MESSAGE.test(message)) {
-    const status = message.match(STATUS_PREFIX);
-    return { message: message.trim(), ...(status ? { status: Number(status[1]) } : {}) };
+  const fromData = error.data === undefined || error.data === null
+    ? null
+    : parseProviderError(error.data);
+  if (EMPTY_MESSAGE.test(message)) {
+    if (fromData !== null || typeof error.data !== "string") return fromData;
+    // Data that is plain words is the message.
+    const words = classifiedHead(error.data).trim();
+    return words === "" ? null : { message: words };
   }
-  if (error.data === undefined || error.data === null) return null;
-  return parseProviderError(error.data);
+  // The message says something: it stays the message; codes and a status in the data are
+  // the provider's own, more specific than the message's words.
+  const status = message.match(STATUS_PREFIX);
+  return {
+    ...fromData,
+    message: message.trim(),
+    ...(status ? { status: Number(status[1]) } : {}),
+  };
 }
 
 /** The readable text of any anchor input's error (for category rules that read words). */
@@ -224,100 +287,5 @@ export function grpcCategory(grpc: string | undefined): Category | undefined {
   }
 }
 
-/**
- * Structured provider codes and what the user must do about them, most specific first (a
- * quota code outranks the rate-limit type that carries it). Sources:
- * - Anthropic `error.type` (https://docs.claude.com/en/api/errors): authentication_error,
- *   permission_error, not_found_error, request_too_large, rate_limit_error, api_error,
- *   overloaded_error, billing_error; `details.error_code` enforced_spend_limit_reached (the
- *   monthly spend limit of the usage tier, a 429 rate_limit_error); `forbidden` ("Request not
- *   allowed", the API refusing the caller's region).
- * - OpenAI `code` / `type` (https://platform.openai.com/docs/guides/error-codes):
- *   insufficient_quota, billing_hard_limit_reached, invalid_api_key,
- *   unsupported_country_region_territory, model_not_found, context_length_exceeded,
- *   rate_limit_exceeded, server_is_overloaded, server_error.
- * - Google ErrorInfo `reason` and status (https://ai.google.dev/gemini-api/docs/troubleshooting,
- *   https://cloud.google.com/apis/design/errors): API_KEY_INVALID, CONSUMER_INVALID,
- *   ACCESS_TOKEN_TYPE_UNSUPPORTED, QUOTA_EXHAUSTED, RATE_LIMIT_EXCEEDED,
- *   MODEL_CAPACITY_EXHAUSTED; UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNAVAILABLE,
- *   INTERNAL, DEADLINE_EXCEEDED (RESOURCE_EXHAUSTED is read with its QuotaFailure ids).
- */
-const CODE_CATEGORY: ReadonlyArray<[Category, ReadonlySet<string>]> = [
-  [
-    "quota",
-    new Set([
-      "insufficient_quota",
-      "billing_hard_limit_reached",
-      "enforced_spend_limit_reached",
-      "billing_error",
-      "QUOTA_EXHAUSTED",
-      "INSUFFICIENT_G1_CREDITS_BALANCE",
-    ]),
-  ],
-  [
-    "auth",
-    new Set([
-      "authentication_error",
-      "permission_error",
-      "forbidden",
-      "invalid_api_key",
-      "unsupported_country_region_territory",
-      "API_KEY_INVALID",
-      "API_KEY_SERVICE_BLOCKED",
-      "CONSUMER_INVALID",
-      "ACCESS_TOKEN_TYPE_UNSUPPORTED",
-      "UNAUTHENTICATED",
-      "PERMISSION_DENIED",
-    ]),
-  ],
-  ["model", new Set(["model_not_found", "not_found_error", "NOT_FOUND"])],
-  ["context", new Set(["context_length_exceeded", "request_too_large"])],
-  ["rate_limit", new Set(["rate_limit_exceeded", "rate_limit_error", "RATE_LIMIT_EXCEEDED"])],
-  [
-    "capacity",
-    new Set([
-      "overloaded_error",
-      "server_is_overloaded",
-      "api_error",
-      "server_error",
-      "MODEL_CAPACITY_EXHAUSTED",
-      "MODEL_CAPACITY_EXCEEDED",
-      "UNAVAILABLE",
-      "INTERNAL",
-    ]),
-  ],
-  ["timeout", new Set(["DEADLINE_EXCEEDED"])],
-];
-
 /** `limit: 0` — the account has no quota for this model at all (not a passing limit). */
 export const NO_QUOTA = /limit:\s*0(?!\d|\.\d)/i;
-
-/** A QuotaFailure id's window: a day or longer is a quota, a minute or second a rate limit. */
-function quotaIdCategory(ids: readonly string[] | undefined): Category | undefined {
-  if (!ids?.length) return undefined;
-  if (ids.some((id) => /Per(?:Day|Month|Week)/.test(id))) return "quota";
-  if (ids.some((id) => /Per(?:Minute|Second|Hour)/.test(id))) return "rate_limit";
-  return undefined;
-}
-
-/**
- * The category a provider error's structured fields give, before any word rule: QuotaFailure
- * ids, then the codes (most specific category first), then RESOURCE_EXHAUSTED as a rate limit.
- * Undefined when the structure says nothing a user can act on (`invalid_request_error`,
- * `INVALID_ARGUMENT`, `FAILED_PRECONDITION`: their words decide).
- */
-export function providerCategory(p: ProviderError | null): Category | undefined {
-  if (p === null) return undefined;
-  // "Quota exceeded for metric: ..., limit: 0": no quota at all for this model.
-  if (p.codes?.includes("RESOURCE_EXHAUSTED") && NO_QUOTA.test(p.message)) return "quota";
-  const byQuota = quotaIdCategory(p.quotaIds);
-  if (byQuota !== undefined) return byQuota;
-  const codes = new Set(p.codes ?? []);
-  for (const [category, known] of CODE_CATEGORY) {
-    for (const c of codes) if (known.has(c)) return category;
-  }
-  // Google's 402 RESOURCE_EXHAUSTED: prepaid credits depleted.
-  if (p.status === 402) return "quota";
-  if (codes.has("RESOURCE_EXHAUSTED")) return "rate_limit";
-  return undefined;
-}

@@ -14,7 +14,15 @@ import type { RetryHint } from "../core/outcome.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { loadRegistry } from "../config/registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
-import { commandClassifier, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
+import {
+  commandClassifier,
+  type InputKind,
+  lineInput,
+  parseKind,
+  SCAN_OPTIONS,
+  scanRecordFiles,
+} from "./scan.ts";
+import type { Classifier } from "../cause/classifier.ts";
 import { stdout } from "../io/stdio.ts";
 import { warnLine, writeShown } from "../io/output.ts";
 import { redactedJson } from "../text/redact.ts";
@@ -55,6 +63,46 @@ export function formatExplanation(
   return out.join("\n") + "\n";
 }
 
+/**
+ * What `explain` says of one input, in process: the matcher's story, and the category and
+ * retry hint the input is classified with (an agent's error exactly as the proxy classifies
+ * it). Matching and classifying share one plugin budget.
+ */
+export function explainInput(
+  classifier: Classifier,
+  text: string,
+  kind: InputKind,
+  now: number,
+): {
+  e: Explanation;
+  diagnostics: string[];
+  classified: { category: string; retry: RetryHint; cause: string } | null;
+} {
+  return withPluginBudget(() => {
+    const input = lineInput(text, kind);
+    const e = explain(classifier, input);
+    const diagnostics = [...e.diagnostics];
+    // An agent's error is classified exactly as the proxy classifies it.
+    const classified = input.kind === "error"
+      ? errorCause({ ...input.error }, classifier, now).cause
+      : e.winner
+      ? classify(e.winner.hit.cause, e.winner.hit, classifier, now, diagnostics)
+      : null;
+    return {
+      e,
+      diagnostics,
+      classified: classified &&
+        ("error" in classified
+          ? {
+            category: classified.error.category,
+            retry: classified.retry,
+            cause: classified.error.message,
+          }
+          : { ...classified, cause: e.winner?.hit.cause ?? "" }),
+    };
+  });
+}
+
 /** Runs `turnguard explain ARGS` and returns the exit code. */
 export async function explainCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseOptions("explain", argv, SCAN_OPTIONS, true);
@@ -78,29 +126,7 @@ export async function explainCommand(argv: string[]): Promise<number> {
     );
   }
   const classifier = commandClassifier(registry, values.agent);
-  const { e, diagnostics, classified } = withPluginBudget(() => {
-    const input = lineInput(text, kind);
-    const e = explain(classifier, input);
-    const diagnostics = [...e.diagnostics];
-    // An agent's error is classified exactly as the proxy classifies it.
-    const classified = input.kind === "error"
-      ? errorCause({ ...input.error }, classifier, Date.now()).cause
-      : e.winner
-      ? classify(e.winner.hit.cause, e.winner.hit, classifier, Date.now(), diagnostics)
-      : null;
-    return {
-      e,
-      diagnostics,
-      classified: classified &&
-        ("error" in classified
-          ? {
-            category: classified.error.category,
-            retry: classified.retry,
-            cause: classified.error.message,
-          }
-          : { ...classified, cause: e.winner?.hit.cause ?? "" }),
-    };
-  });
+  const { e, diagnostics, classified } = explainInput(classifier, text, kind, Date.now());
   if (values.json) {
     void stdout.write(
       redactedJson({

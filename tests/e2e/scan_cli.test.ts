@@ -204,7 +204,7 @@ describe("turnguard explain", () => {
     const lines = r.stdout.split("\n");
     expect(lines[0]).toBe(`input (log): ${EXECUTOR}`);
     // The agy anchors and, since the line is logged at error level (E0707), the generic ones.
-    expect(lines[1]).toBe("tried 13 anchor(s), highest priority first, then load order:");
+    expect(lines[1]).toBe("tried 16 anchor(s), highest priority first, then load order:");
     expect(lines[2]).toBe(
       `  1. agy.executor  priority 300  <embedded anchors.toml>:${
         anchorLine("agy.executor")
@@ -217,20 +217,23 @@ describe("turnguard explain", () => {
         anchorLine("agy.unavailable")
       }  no match`,
     );
-    expect(lines[6]).toStartWith("  5. generic.quota  priority 90  builtin:generic  matched: ");
-    expect(lines[7]).toStartWith(
-      "  6. generic.rate-limit  priority 80  builtin:generic  matched: ",
+    // The provider vocabulary (vocabulary.toml) ranks between the agent's anchors and the
+    // generic word rules.
+    expect(lines[6]).toBe("  5. generic.vocabulary  priority 95  builtin:generic  no match");
+    expect(lines[7]).toStartWith("  6. generic.quota  priority 90  builtin:generic  matched: ");
+    expect(lines[8]).toStartWith(
+      "  7. generic.rate-limit  priority 80  builtin:generic  matched: ",
     );
-    expect(lines[11]).toBe(
-      `  10. agy.not-logged-in  priority 50  <embedded anchors.toml>:${
+    expect(lines[12]).toBe(
+      `  11. agy.not-logged-in  priority 50  <embedded anchors.toml>:${
         anchorLine("agy.not-logged-in")
       }  no match`,
     );
-    expect(lines[15]).toStartWith("not tried (they do not read log inputs): generic.provider, ");
-    expect(lines[16]).toBe(
+    expect(lines[18]).toStartWith("not tried (they do not read log inputs): generic.provider, ");
+    expect(lines[19]).toBe(
       "winner: agy.executor — agy.executor has the highest priority (300) of the 6 anchors that matched",
     );
-    lines.splice(1, 8);
+    lines.splice(1, 11);
     expect(lines[9]).toBe(`cause: agent executor error: model unreachable: ${Q}.`);
     expect(lines[10]).toBe("category: quota");
     expect(lines[11]).toStartWith("retry: quota: retry in 40h52m (afterMs 147166000, at ");
@@ -264,7 +267,7 @@ describe("turnguard explain", () => {
 
   test("no anchor matched exits 1", async () => {
     const r = await tg(["explain", "--agent", "agy", "I0707 all good"]);
-    expect(r.stdout).toContain("winner: none — no anchor matched (13 tried)\n");
+    expect(r.stdout).toContain("winner: none — no anchor matched (16 tried)\n");
     expect(r.code).toBe(1);
   });
 });
