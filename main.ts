@@ -53,6 +53,14 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   for (const problem of dirVarProblems(process.env)) warnLine(`turnguard: ${problem}`);
+  if (WRAPPERS.has(name)) {
+    // A wrapper finishes now on SIGINT/SIGTERM/SIGHUP/SIGQUIT in every state, from here on
+    // (while its config loads too; as PID 1 an unhandled SIGTERM would be ignored), and as
+    // PID 1 it reaps the orphans that are handed to it.
+    const { installFinishSignals } = await import("./lib/agent/finish.ts");
+    installFinishSignals();
+    if (process.pid === 1) void (await import("./lib/agent/reaper.ts")).reapOrphans();
+  }
   const command = COMMANDS[name];
   try {
     if (!command) {

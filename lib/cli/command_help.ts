@@ -26,6 +26,8 @@ const JOURNAL = {
   "retry-max-wait":
     `longest wait before a retry, in seconds (default: ${DEFAULT_RETRY_MAX_WAIT_S})`,
 };
+const KEEP_DAEMONS = "leave running what the agent started outside its process group " +
+  "(setsid daemons); by default they are stopped with it (also config `keep_daemons = true`)";
 const WRAPPER_EXIT = (who: string) =>
   `the agent's own status when it failed by itself; 128+N when it died of signal N;
   1    turnguard surfaced a failure the agent swallowed
@@ -54,6 +56,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "outcome-file": "append the Outcome as one JSON line to this file",
       timeout: "stop the agent after S seconds: SIGTERM, then SIGKILL 5 s later " +
         "(status failed, category timeout, exit 124; default: no limit)",
+      "keep-daemons": KEEP_DAEMONS,
       verbose: "print turnguard's diagnostics on stderr",
       ...JOURNAL,
     },
@@ -75,6 +78,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
         "error carrying the partial text, instead of the agent's stopReason",
       "max-line-bytes": `longest message inspected, in bytes (default: ${DEFAULT_INSPECT_LIMIT})`,
       grace: "seconds between EOF, SIGTERM and SIGKILL when the client leaves (default: 5)",
+      "keep-daemons": KEEP_DAEMONS,
       verbose: "print turnguard's diagnostics on stderr",
       "publish-fallback": "arm the publish fallback of the agent's profile",
       var: "set a turn variable NAME=VALUE (repeatable), e.g. channel, reply_to",

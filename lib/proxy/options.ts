@@ -6,7 +6,7 @@ import type { Readable, Writable } from "node:stream";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import type { LogFs } from "../io/logfs.ts";
 import type { RetryWaits } from "../retry/waits.ts";
-import type { AgentLaunch } from "../run/run.ts";
+import type { AgentLaunch } from "../agent/launch.ts";
 import type { ByteSink, ByteSource } from "./agent_io.ts";
 import type { TurnEndSteps } from "./turn_end.ts";
 
