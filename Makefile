@@ -6,7 +6,7 @@ TSC      := $(BIN)/tsc
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml vocabulary.toml -type f 2>/dev/null)
 
-.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc release
+.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc first-contact release
 
 setup: node_modules/.installed
 
@@ -75,11 +75,17 @@ bench: setup build
 # registry into $$XDG_CACHE_HOME/turnguard-corpus, then records every agent and scenario in a
 # loopback-only network namespace. AGENTS=... / SCENARIOS=... narrow it (space-separated).
 corpus-install: setup
-	$(BUN) tests/agents/record/install.ts
+	$(BUN) tests/agents/record/install.ts $(foreach a,$(AGENTS),--agent $(a))
 
 corpus: corpus-install
 	unshare -rn sh -c 'ip link set lo up && $(BUN) tests/agents/record/record.ts \
 	  $(foreach a,$(AGENTS),--agent $(a)) $(foreach s,$(SCENARIOS),--scenario $(s))'
+
+# The first-contact figure of docs/AGENTS.md: the corpus replayed with no profile (generic
+# path only), then under each agent's pack. AGENTS=... narrows it.
+first-contact: build
+	$(BUN) tests/agents/first_contact.ts $(AGENTS)
+	$(BUN) tests/agents/first_contact.ts --pack $(AGENTS)
 
 # Rewrites the generated tables of docs/AGENTS.md from the corpus replay.
 agents-doc: build

@@ -22,7 +22,16 @@ export const PROFILE: Record<string, string> = {
   "claude-code-acp": "claude",
   "gemini-cli": "gemini",
   "codex-acp": "codex",
+  "qwen-code": "qwen",
+  "pi-acp": "pi",
+  "opencode": "opencode",
 };
+
+let binary: string | null = null;
+/** dist/turnguard, built (when stale) once per process, not once per replay. */
+export function turnguardBinary(): string {
+  return (binary ??= ensureBinary());
+}
 
 /** Every transcript of the corpus, as [agent, scenario, path]. */
 export function corpusCases(): [string, string, string][] {
@@ -42,9 +51,18 @@ export interface Replayed {
   code: number | null;
 }
 
-/** Replays one transcript through `turnguard proxy` and collects what came out. */
-export async function replay(agent: string, path: string): Promise<Replayed> {
-  const bin = ensureBinary();
+/**
+ * Replays one transcript through `turnguard proxy` and collects what came out. `profile`:
+ * the profile it runs under (default: the agent's built-in one, if any); null: none, so the proxy
+ * meets the agent for the first time (the replay agent's command, `bun`, matches no profile)
+ * and only the generic path reads the turn.
+ */
+export async function replay(
+  agent: string,
+  path: string,
+  profile: string | null = PROFILE[agent] ?? null,
+): Promise<Replayed> {
+  const bin = turnguardBinary();
   const dir = mkdtempSync(join(tmpdir(), "turnguard-corpus-"));
   const home = join(dir, "home");
   mkdirSync(home);
@@ -52,7 +70,16 @@ export async function replay(agent: string, path: string): Promise<Replayed> {
   const { events } = readTranscript(path);
   const child = spawn(
     bin,
-    ["proxy", "--agent", PROFILE[agent], "--outcome-file", outcomes, "--", BUN, REPLAY, path],
+    [
+      "proxy",
+      ...(profile ? ["--agent", profile] : []),
+      "--outcome-file",
+      outcomes,
+      "--",
+      BUN,
+      REPLAY,
+      path,
+    ],
     {
       cwd: dir,
       env: {

@@ -13,10 +13,9 @@ import { readTranscript } from "../agents/transcript.ts";
 import { readExpected, type Verdict } from "../agents/expected.ts";
 import type { Outcome } from "../../lib/core/outcome.ts";
 import { type DocRow, renderTables, withTables } from "../agents/agents_doc.ts";
-import { corpusCases, PROFILE, replay, type Replayed } from "../agents/replay.ts";
-import { spawnSync } from "node:child_process";
+import { corpusCases, PROFILE, replay, type Replayed, turnguardBinary } from "../agents/replay.ts";
+import { execFile } from "node:child_process";
 import { tmpdir } from "node:os";
-import { ensureBinary } from "../helpers/binary.ts";
 
 setDefaultTimeout(60_000);
 
@@ -92,40 +91,78 @@ function meets(o: Outcome, want: Omit<Verdict, "why">, turn: number): void {
   if (want.delay) expect(o.retry?.afterMs ?? o.retry?.at ?? null).not.toBeNull();
 }
 
-/** The category `turnguard explain --json --kind error` gives an agent's error. */
-function explainCategory(agent: string, error: string): string | null {
-  const r = spawnSync(ensureBinary(), [
-    "explain",
-    "--json",
-    "--kind",
-    "error",
-    "--agent",
-    PROFILE[agent],
-    error,
-  ], { encoding: "utf8", env: { PATH: process.env.PATH, HOME: tmpdir() } });
-  return JSON.parse(r.stdout).category;
+/**
+ * The category `turnguard explain --json --kind error` gives an agent's error: one process,
+ * run without blocking (the other replays go on meanwhile).
+ */
+function explainCategory(agent: string, error: string): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      turnguardBinary(),
+      [
+        "explain",
+        "--json",
+        "--kind",
+        "error",
+        ...(PROFILE[agent] ? ["--agent", PROFILE[agent]] : []),
+        error,
+      ],
+      { encoding: "utf8", env: { PATH: process.env.PATH, HOME: tmpdir() } },
+      // explain exits 1 when no anchor matched: its JSON is on stdout all the same.
+      (_err, stdout) => {
+        try {
+          resolve(JSON.parse(stdout).category);
+        } catch (e) {
+          reject(e);
+        }
+      },
+    );
+  });
+}
+
+/**
+ * One transcript replayed, and the category `explain` gives the error of each of its prompts
+ * the agent failed (null where it did not): explain runs once per failed prompt — at most
+ * one in every transcript of the corpus — right after the replay, in the same worker.
+ */
+interface Checked extends Replayed {
+  explained: (string | null)[];
+}
+
+async function replayAndExplain(agent: string, path: string): Promise<Checked> {
+  const r = await replay(agent, path);
+  const errors = promptErrors(readTranscript(path).events);
+  const explained = await Promise.all(
+    r.outcomes.map((o, i) => {
+      const error = errors[i];
+      return error !== null && error !== undefined && o.status === "failed"
+        ? explainCategory(agent, error)
+        : Promise.resolve(null);
+    }),
+  );
+  return { ...r, explained };
 }
 
 const cases = corpusCases();
 
 /** How many replays run at once: each is mostly waiting on its processes. */
 const WIDTH = 4;
-let replays: Map<string, Promise<Replayed>> | null = null;
+let replays: Map<string, Promise<Checked>> | null = null;
 
 /**
  * The replay of one corpus case. The first call starts replaying every case, WIDTH at a time
  * and in corpus order, so a test mostly finds its replay done.
  */
-function replayed(path: string): Promise<Replayed> {
+function replayed(path: string): Promise<Checked> {
   if (replays === null) {
-    const started = new Map<string, Promise<Replayed>>();
-    const settle = new Map<string, (r: Promise<Replayed>) => void>();
+    const started = new Map<string, Promise<Checked>>();
+    const settle = new Map<string, (r: Promise<Checked>) => void>();
     for (const [, , p] of cases) started.set(p, new Promise((r) => settle.set(p, r)));
     let next = 0;
     const worker = async () => {
       while (next < cases.length) {
         const [agent, , p] = cases[next++];
-        const r = replay(agent, p);
+        const r = replayAndExplain(agent, p);
         settle.get(p)!(r);
         await r.catch(() => {}); // its test reports the failure
       }
@@ -167,7 +204,7 @@ describe("the real-agent corpus through turnguard proxy", () => {
         // One classifier: `turnguard explain` on the agent's error gives the proxy's category.
         const error = errors[i];
         if (error !== null && o.status === "failed") {
-          expect(explainCategory(agent, error)).toBe(o.error!.category);
+          expect(r.explained[i]).toBe(o.error!.category);
         }
         meets(o, turns[i], i + 1);
       });

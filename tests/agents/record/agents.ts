@@ -14,6 +14,12 @@ export interface AgentSpec {
   name: string;
   pkg: string;
   version: string;
+  /**
+   * Other packages installed next to it, pinned (`name@version`): a runtime the agent needs
+   * (the `node` package's binary for agents that need a newer Node than the system's) or the
+   * agent an adapter starts. Their binaries come first on the agent's PATH.
+   */
+  with?: string[];
   /** The executable under node_modules/.bin and its arguments. */
   bin: string;
   args: string[];
@@ -56,7 +62,10 @@ function claudeEnv(home: string, baseUrl: string): Record<string, string> {
   };
 }
 
-/** The four agents, in recording order. */
+/** Node 22 from the npm registry (`node` package: its binary): qwen-code and pi need ≥ 22. */
+const NODE22 = "node@22.23.3";
+
+/** The agents, in recording order. */
 export const AGENTS: AgentSpec[] = [
   {
     name: "claude-agent-acp",
@@ -138,4 +147,137 @@ export const AGENTS: AgentSpec[] = [
       return { CODEX_HOME: codexHome, OPENAI_API_KEY: "sk-corpus-000000000000000000000000" };
     },
   },
+  {
+    name: "opencode",
+    pkg: "opencode-ai",
+    version: "1.18.33",
+    bin: "opencode",
+    args: ["acp"],
+    provider: "openai",
+    setup: opencodeSetup,
+  },
+  {
+    name: "qwen-code",
+    pkg: "@qwen-code/qwen-code",
+    version: "0.24.4",
+    with: [NODE22],
+    bin: "qwen",
+    args: ["--acp"],
+    provider: "openai",
+    authenticate: { methodId: "openai" },
+    setup: qwenSetup,
+  },
+  {
+    name: "pi-acp",
+    pkg: "pi-acp",
+    version: "0.0.34",
+    with: ["@earendil-works/pi-coding-agent@1.6.0", NODE22],
+    bin: "pi-acp",
+    args: [],
+    provider: "openai",
+    setup: piSetup,
+  },
 ];
+
+/**
+ * opencode reads $XDG_CONFIG_HOME/opencode/opencode.json: a custom provider on the bundled
+ * `@ai-sdk/openai-compatible` package with `options.baseURL`/`apiKey` and its models
+ * (https://opencode.ai/docs/providers, "Custom provider"). The OPENCODE_DISABLE_* switches (names
+ * read in the installed binary) keep it from fetching the models.dev catalog, plugins, LSP
+ * servers and updates, which the loopback-only namespace would fail anyway.
+ */
+function opencodeSetup(home: string, baseUrl: string): Record<string, string> {
+  const dir = join(home, ".config", "opencode");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "opencode.json"),
+    JSON.stringify({
+      $schema: "https://opencode.ai/config.json",
+      autoupdate: false,
+      share: "disabled",
+      model: "mock/gpt-5",
+      small_model: "mock/gpt-5",
+      provider: {
+        mock: {
+          npm: "@ai-sdk/openai-compatible",
+          name: "mock",
+          options: { baseURL: `${baseUrl}/v1`, apiKey: "sk-corpus-000000000000000000000000" },
+          models: { "gpt-5": { name: "gpt-5" } },
+        },
+      },
+    }),
+  );
+  return {
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    OPENCODE_DISABLE_SHARE: "1",
+  };
+}
+/**
+ * qwen-code's OpenAI auth reads OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL; its
+ * ~/.qwen/settings.json (schema in the installed chunks: settingsSchema `model.generationConfig`
+ * maxRetries "Maximum number of retries for failed requests", timeout,
+ * streamIdleTimeoutMs; `security.auth.selectedType`; `privacy.usageStatisticsEnabled`) bounds
+ * its retries and request time. ACP `authenticate` method id "openai" (acpAgent
+ * buildAuthMethods).
+ */
+function qwenSetup(home: string, baseUrl: string): Record<string, string> {
+  mkdirSync(join(home, ".qwen"), { recursive: true });
+  writeFileSync(
+    join(home, ".qwen", "settings.json"),
+    JSON.stringify({
+      security: { auth: { selectedType: "openai" } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+      model: {
+        name: "gpt-5",
+        generationConfig: { maxRetries: 1, timeout: 15000, streamIdleTimeoutMs: 10000 },
+      },
+    }),
+  );
+  return {
+    OPENAI_API_KEY: "sk-corpus-000000000000000000000000",
+    OPENAI_BASE_URL: `${baseUrl}/v1`,
+    OPENAI_MODEL: "gpt-5",
+  };
+}
+/**
+ * pi-acp starts `pi --mode rpc` from PATH (dist/index.js getPiCommand). pi reads
+ * ~/.pi/agent/models.json (docs/models-configuration.md: a provider with `baseUrl`, `api`
+ * "openai-completions", `apiKey`, `models`) and ~/.pi/agent/settings.json (docs/settings.md:
+ * `defaultProvider`, `defaultModel`, `retry.maxRetries` "Maximum agent-level retry attempts",
+ * default 3, `retry.baseDelayMs` default 2000, `httpIdleTimeoutMs`); PI_OFFLINE and
+ * PI_SKIP_VERSION_CHECK turn off its network activity (docs/environment-variables.md).
+ */
+function piSetup(home: string, baseUrl: string): Record<string, string> {
+  const dir = join(home, ".pi", "agent");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "models.json"),
+    JSON.stringify({
+      providers: {
+        mock: {
+          name: "mock",
+          baseUrl: `${baseUrl}/v1`,
+          api: "openai-completions",
+          apiKey: "sk-corpus-000000000000000000000000",
+          models: [{ id: "gpt-5", name: "gpt-5" }],
+        },
+      },
+    }),
+  );
+  writeFileSync(
+    join(dir, "settings.json"),
+    JSON.stringify({
+      defaultProvider: "mock",
+      defaultModel: "gpt-5",
+      httpIdleTimeoutMs: 15000,
+      retry: { enabled: true, maxRetries: 1, baseDelayMs: 1000 },
+      enableInstallTelemetry: false,
+    }),
+  );
+  return { PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", PI_TELEMETRY: "0" };
+}

@@ -8,7 +8,10 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AGENTS, installDir } from "./agents.ts";
 
+// `--agent NAME`... narrows it (`make corpus-install AGENTS=...`).
+const only = process.argv.slice(2).flatMap((a, i, all) => (all[i - 1] === "--agent" ? [a] : []));
 for (const agent of AGENTS) {
+  if (only.length && !only.includes(agent.name)) continue;
   const dir = installDir(agent);
   if (existsSync(join(dir, "node_modules", ".bin", agent.bin))) {
     console.log(`${agent.name}@${agent.version}: installed in ${dir}`);
@@ -22,6 +25,7 @@ for (const agent of AGENTS) {
     "--no-audit",
     "--no-fund",
     `${agent.pkg}@${agent.version}`,
+    ...(agent.with ?? []),
   ], {
     cwd: dir,
     stdio: "inherit",

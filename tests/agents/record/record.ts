@@ -31,6 +31,8 @@ import { STDIN_CLOSED, type TranscriptEvent, type TranscriptHeader } from "../tr
 const CORPUS = resolve(import.meta.dir, "..", "corpus");
 /** The bound on one turn; after it the recorder cancels, then kills. */
 const TURN_MS = Number(process.env.CORPUS_TURN_MS || 60_000);
+/** The bound on each start-up request (initialize, authenticate, session/new). */
+const START_MS = Number(process.env.CORPUS_START_MS || 90_000);
 /** A recorded file keeps at most its last 128 KiB (after long strings were shortened). */
 const FILE_CAP = 128 * 1024;
 
@@ -199,7 +201,10 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
   const project = join(home, "project");
   mkdirSync(project, { recursive: true });
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    // The agent's install comes first: a runtime or an adapted agent installed with it.
+    PATH: `${join(installDir(agent), "node_modules", ".bin")}:${
+      process.env.PATH ?? "/usr/bin:/bin"
+    }`,
     HOME: home,
     USER: "corpus",
     TERM: "dumb",
@@ -315,14 +320,17 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
         clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
         clientInfo: { name: "turnguard-corpus", version: "1" },
       }),
-      30_000,
+      START_MS,
     );
     if (init === "timeout") throw new Error("initialize: no answer");
     if (agent.authenticate) {
-      const auth = await within(driver.send("authenticate", agent.authenticate), 30_000);
+      const auth = await within(driver.send("authenticate", agent.authenticate), START_MS);
       if (auth === "timeout") throw new Error("authenticate: no answer");
     }
-    const sess = await within(driver.send("session/new", { cwd: project, mcpServers: [] }), 30_000);
+    const sess = await within(
+      driver.send("session/new", { cwd: project, mcpServers: [] }),
+      START_MS,
+    );
     if (sess === "timeout") throw new Error("session/new: no answer");
     const sessionId = (sess.result as { sessionId?: string } | undefined)?.sessionId;
     if (!sessionId) throw new Error("session/new: no session id");
