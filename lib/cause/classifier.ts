@@ -17,12 +17,20 @@ export interface Classifier {
    * priorities: the order in which the matcher tries them.
    */
   candidates(kinds: Iterable<AnchorInputKind>): readonly LoadedAnchor[];
+  /**
+   * The profile's own notice patterns (`notices`, sticky and multiline): text its agent
+   * streams that the model never wrote (lib/cause/notices.ts).
+   */
+  readonly notices?: readonly RegExp[];
 }
 
 const BIT: Record<AnchorInputKind, number> = { log: 1, error: 2, text: 4 };
 
 /** Orders `anchors` once for each mix of input kinds (7 lists of a few dozen anchors). */
-export function buildClassifier(anchors: readonly LoadedAnchor[]): Classifier {
+export function buildClassifier(
+  anchors: readonly LoadedAnchor[],
+  notices: readonly RegExp[] = [],
+): Classifier {
   const ranked = anchors
     .map((anchor, order) => ({ anchor, order }))
     .sort((a, b) => b.anchor.priority - a.anchor.priority || a.order - b.order)
@@ -32,6 +40,7 @@ export function buildClassifier(anchors: readonly LoadedAnchor[]): Classifier {
     byMask.push(Object.freeze(ranked.filter((a) => a.on.some((kind) => (BIT[kind] & mask) !== 0))));
   }
   return {
+    notices: Object.freeze([...notices]),
     anchors: Object.freeze([...anchors]),
     text: byMask[BIT.text],
     candidates(kinds) {

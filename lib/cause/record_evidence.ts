@@ -6,8 +6,8 @@
  * nothing recorded), or a turn that recovered (an error, then a final answer).
  */
 import { classify } from "./classify.ts";
-import type { Cause } from "../core/decide.ts";
-import type { LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
+import type { Cause, RecordFacts } from "../core/decide.ts";
+import type { AnchorHit, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
 import type { Classifier } from "./classifier.ts";
 import { RecordEventSchema } from "../plugin/api.ts";
 import { callPlugin } from "../plugin/call.ts";
@@ -138,116 +138,105 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
   return verdict;
 }
 
-/** The records' causes as decide takes them. */
-export interface RecordCauses {
-  /** The reply was cut: the cause (an error the turn ended on, or an abort). */
-  cut: Cause | null;
-  /** A stop reason only the records show, with its cause. */
-  stop: { stopReason: "max_tokens" | "refusal"; cause: Cause } | null;
+/**
+ * Whether an error event is more specific than a wire error's status or words: its reader
+ * named the category, or the code is the provider's own (a string such as
+ * `insufficient_quota`, not a bare HTTP status).
+ */
+function specific(event: Extract<RecordEvent, { kind: "error" }>): boolean {
+  return event.category !== undefined || typeof event.code === "string";
 }
 
-/** Classifies the verdict's causes with the profile's classifier. */
-export function recordCauses(
+/** The retry time an error event carries, as an anchor hit's retry (absent: none). */
+function eventRetry(
+  event: Extract<RecordEvent, { kind: "error" }>,
+): { afterMs?: number; at?: string } | undefined {
+  if (event.retryAfterMs === undefined && event.retryAt === undefined) return undefined;
+  return {
+    ...(event.retryAfterMs !== undefined ? { afterMs: event.retryAfterMs } : {}),
+    ...(event.retryAt !== undefined ? { at: event.retryAt } : {}),
+  };
+}
+
+/**
+ * Classifies each of the verdict's causes with the profile's classifier, as the facts
+ * decide weighs (lib/core/decide.ts `RecordFacts`): a category or retry time the reader
+ * gave wins over the one read from the words.
+ */
+export function recordFacts(
   verdict: RecordVerdict,
   classifier: Classifier,
   now: number,
   diagnostics: string[],
-): RecordCauses {
+): RecordFacts {
   const anchor = (e: ReadEvent) => `records:${e.reader}`;
   const source = (e: ReadEvent) => ({ path: e.path, offset: e.offset });
-  let cut: Cause | null = null;
+  const causeOf = (
+    e: ReadEvent,
+    message: string,
+    hit: AnchorHit | undefined,
+    code: number | string | null = null,
+  ): Cause => {
+    const { category, retry } = classify(message, hit, classifier, now, diagnostics);
+    return {
+      error: { code, message, category, anchor: anchor(e), source: source(e) },
+      retry,
+    };
+  };
+  let error: Cause | null = null;
   if (verdict.error) {
     const { event } = verdict.error;
-    const { category, retry } = classify(
-      event.cause,
-      { cause: event.cause, category: event.category, code: event.code },
-      classifier,
-      now,
-      diagnostics,
-    );
-    cut = {
-      error: {
-        code: event.code ?? null,
-        message: event.cause,
-        category,
-        anchor: anchor(verdict.error),
-        source: source(verdict.error),
-      },
-      retry,
-    };
-  } else if (verdict.aborted) {
-    const { event } = verdict.aborted;
-    const { category, retry } = classify(event.cause, undefined, classifier, now, diagnostics);
-    cut = {
-      error: {
-        code: null,
-        message: event.cause,
-        category,
-        anchor: anchor(verdict.aborted),
-        source: source(verdict.aborted),
-      },
-      retry,
-    };
+    const retry = eventRetry(event);
+    error = causeOf(verdict.error, event.cause, {
+      cause: event.cause,
+      category: event.category,
+      code: event.code,
+      ...(retry ? { retry } : {}),
+    }, event.code ?? null);
   }
-  if (!cut && verdict.unanswered) {
-    const message = "the agent recorded the prompt but no final answer: the reply did not complete";
-    const { category, retry } = classify(message, undefined, classifier, now, diagnostics);
-    cut = {
-      error: {
-        code: null,
-        message,
-        category,
-        anchor: anchor(verdict.unanswered),
-        source: source(verdict.unanswered),
-      },
-      retry,
-    };
+  const aborted = verdict.aborted
+    ? causeOf(
+      verdict.aborted,
+      verdict.aborted.event.cause,
+      verdict.aborted.event.category
+        ? { cause: verdict.aborted.event.cause, category: verdict.aborted.event.category }
+        : undefined,
+    )
+    : null;
+  const unanswered = verdict.unanswered
+    ? causeOf(
+      verdict.unanswered,
+      "the agent recorded the prompt but no final answer: the reply did not complete",
+      undefined,
+    )
+    : null;
+  // The answer the model gave is not in the records: a refusal the agent does not show
+  // (decide weighs it against an error or a recorded stop).
+  let dropped: Cause | null = null;
+  if (verdict.dropped) {
+    const message = `the model's response counted ${verdict.dropped.event.output} output ` +
+      `token(s) and the agent recorded nothing of it: the answer was dropped (a refusal the agent does not show)`;
+    dropped = causeOf(verdict.dropped, message, { cause: message, category: "context" });
   }
-  let stop: RecordCauses["stop"] = null;
-  if (verdict.dropped && !verdict.error && !verdict.stop) {
-    // The answer the model gave is not in the records, and no error explains it: the agent
-    // dropped it. The one answer the agents in the corpus drop so is a refusal (codex: a
-    // message with a `refusal` part it cannot parse; plugins/codex_records.ts).
-    const { event } = verdict.dropped;
-    const message = `the model's response counted ${event.output} output token(s) and the ` +
-      `agent recorded nothing of it: the answer was dropped (a refusal the agent does not show)`;
-    diagnostics.push(message);
-    const { retry } = classify(message, { cause: message, category: "context" }, classifier, now);
-    stop = {
-      stopReason: "refusal",
-      cause: {
-        error: {
-          code: null,
-          message,
-          category: "context",
-          anchor: anchor(verdict.dropped),
-          source: source(verdict.dropped),
-        },
-        retry,
-      },
-    };
-    // The turn's end without a final message is what the dropped answer looks like.
-    if (verdict.aborted && !verdict.error) cut = null;
-  } else if (verdict.stop) {
+  let stop: RecordFacts["stop"] = null;
+  if (verdict.stop) {
     const { event } = verdict.stop;
     const message = event.cause ??
       (event.stopReason === "max_tokens"
         ? "the reply stopped at the output token limit"
         : "the model refused to answer");
-    const { retry } = classify(message, { cause: message, category: "context" }, classifier, now);
     stop = {
       stopReason: event.stopReason,
-      cause: {
-        error: {
-          code: null,
-          message,
-          category: "context",
-          anchor: anchor(verdict.stop),
-          source: source(verdict.stop),
-        },
-        retry,
-      },
+      cause: causeOf(verdict.stop, message, { cause: message, category: "context" }),
     };
   }
-  return { cut, stop };
+  return {
+    error,
+    errorSpecific: verdict.error ? specific(verdict.error.event) : false,
+    aborted,
+    stop,
+    dropped,
+    unanswered,
+    final: verdict.finalText !== null,
+  };
 }

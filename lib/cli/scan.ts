@@ -18,8 +18,8 @@ import { pickWinner } from "../cause/explain.ts";
 import { isObject } from "../text/json.ts";
 import type { RetryHint } from "../core/outcome.ts";
 import type { AnchorInput, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
-import type { Cause } from "../core/decide.ts";
-import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
+import { type Cause, weighRecords } from "../core/decide.ts";
+import { foldRecordEvents, readRecordEvents, recordFacts } from "../cause/record_evidence.ts";
 import { parseRecordLines } from "../cause/session_records.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import {
@@ -202,7 +202,8 @@ export function scanRecords(
   }
   const read = withPluginBudget(() => readRecordEvents(records, readers, diagnostics));
   const verdict = foldRecordEvents(read);
-  const causes = recordCauses(verdict, classifier, now, diagnostics);
+  // Weighed as decide weighs them (its notes, such as a dropped answer, as diagnostics).
+  const causes = weighRecords(recordFacts(verdict, classifier, now, diagnostics), diagnostics);
   return {
     events: read.map((e) => ({
       file,
@@ -211,7 +212,7 @@ export function scanRecords(
       event: e.event,
     })),
     lastTurn: {
-      cut: causes.cut ?? causes.stop?.cause ?? null,
+      cut: causes.cut ?? causes.unanswered ?? causes.stop?.cause ?? null,
       stop: causes.stop?.stopReason ?? null,
       recovered: verdict.recovered,
     },

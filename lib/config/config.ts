@@ -51,6 +51,56 @@ const TemplateSchema = (key: "logs" | "session_records") =>
     ),
   );
 
+/**
+ * Whether a regex runs in time linear in its input: no backreference (`\1`, `\k<name>`)
+ * and no repeated group holding an unbounded repetition (lib/config/regex_risk.ts).
+ */
+function linearRegex(source: string): boolean {
+  if (/\\(?:[1-9]|k<)/.test(source)) return false;
+  return regexRisk(source) === null;
+}
+
+/** One entry of a profile's `notices`: a literal, or `{ regex = "..." }`. */
+const NoticeSchema = once(() =>
+  v.union([
+    v.pipe(v.string(), v.minLength(1, "a notice literal may not be empty")),
+    v.strictObject({
+      regex: v.pipe(
+        v.string(),
+        v.minLength(1, "a notice regex may not be empty"),
+        v.check((s) => tryRegExp(s) !== null, "is not a valid regular expression"),
+        v.check(
+          linearRegex,
+          "must be linear: no backreference, no repeated group holding an unbounded repetition",
+        ),
+      ),
+      ignore_case: v.optional(v.boolean(), false),
+    }),
+  ], 'a notice is a string (a literal) or a table { regex = "..." }')
+);
+/** A notice entry as written (a missing `ignore_case` is false). */
+type NoticeEntry = v.InferInput<ReturnType<typeof NoticeSchema>>;
+
+function tryRegExp(source: string): RegExp | null {
+  try {
+    return new RegExp(source, "ym");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A profile's notices compiled to sticky, multiline regexes (lib/cause/notices.ts tries
+ * each where a notice may start).
+ */
+export function compileNotices(entries: readonly NoticeEntry[]): RegExp[] {
+  return entries.map((e) =>
+    typeof e === "string"
+      ? new RegExp(e.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "ym")
+      : new RegExp(e.regex, e.ignore_case ? "ymi" : "ym")
+  );
+}
+
 /** An agent profile as written under `[agent.NAME]`. */
 export const ProfileSchema = once(() =>
   v.strictObject({
@@ -72,6 +122,14 @@ export const ProfileSchema = once(() =>
      * the agent gave on the wire; a pattern without it is an error (it would read others').
      */
     session_records: v.optional(v.array(TemplateSchema("session_records"))),
+    /**
+     * The agent's own notices (docs/EVIDENCE.md "Agent notices"): text it streams as reply
+     * text that the model never wrote (retry banners, failure lines). Each a literal
+     * string or `{ regex = "..." }` (linear: no backreference, no nested unbounded
+     * repetition); they are removed from `reply.text`, and a failure among them fails a
+     * turn that ends on it.
+     */
+    notices: v.optional(v.array(NoticeSchema())),
     /** How long to wait, after the agent answered, for its last session records (ms). */
     records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
     /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
@@ -107,6 +165,8 @@ export interface Profile {
   anchors: string[] | null;
   /** `session_records` patterns (absent: none). */
   sessionRecords?: string[];
+  /** `notices`, compiled (absent: none declared). */
+  notices?: RegExp[];
   /** `records_settle_ms` (absent: DEFAULT_SETTLE_MS of lib/cause/session_records.ts). */
   recordsSettleMs?: number;
   /** The `publish` table, when the profile has one. */
@@ -280,6 +340,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         anchors: p.anchors ?? prev?.anchors ?? null,
         sessionRecords: p.session_records ?? prev?.sessionRecords,
         recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
+        notices: p.notices ? compileNotices(p.notices) : prev?.notices,
         publish: p.publish ?? prev?.publish,
         origins: { logs: origin("logs"), session_records: origin("session_records") },
       });

@@ -115,7 +115,7 @@ export function profileAnchors(anchors: readonly LoadedAnchor[], profile: Profil
  * command and passed down to everything that finds or classifies a cause.
  */
 export function profileClassifier(registry: Registry, profile: Profile): Classifier {
-  return buildClassifier(profileAnchors(registry.anchors, profile));
+  return buildClassifier(profileAnchors(registry.anchors, profile), profile.notices);
 }
 
 /** The session record readers that apply to a profile: those whose `agents` name it, or all. */

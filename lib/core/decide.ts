@@ -17,28 +17,59 @@ export interface Cause {
 }
 
 /**
- * Evidence beyond the wire (proxy, a turn the agent ended with `end_turn`;
- * docs/EVIDENCE.md): the agent's session records and the wire's contradictions, each a fact
- * of its own; decide weighs them. Absent: none was read.
+ * What the agent's session records show of the turn (docs/EVIDENCE.md), each read and
+ * classified on its own by lib/cause/record_evidence.ts; decide weighs them against each
+ * other and against the wire. The records' events after the turn's prompt only.
+ */
+export interface RecordFacts {
+  /** The API error the turn ended on (no final answer after it). */
+  error: Cause | null;
+  /**
+   * The error's record names its category or the provider's own code (a reader said so, a
+   * `code` that is no bare HTTP status): more specific than a wire error's status or words.
+   */
+  errorSpecific?: boolean;
+  /** The agent recorded the turn as ended before its final message. */
+  aborted: Cause | null;
+  /** A stop reason the agent recorded (`max_tokens`, `refusal`), with its cause. */
+  stop: RecordedStop | null;
+  /** A response's usage counted output the agent recorded nothing of: a dropped answer. */
+  dropped: Cause | null;
+  /** The agent records the answer first, and none came after the prompt: the cause. */
+  unanswered: Cause | null;
+  /** The records hold a final answer (the last event that counts). */
+  final: boolean;
+}
+
+/**
+ * Evidence beyond the wire (proxy; docs/EVIDENCE.md): the agent's session records and the
+ * wire's contradictions, each a fact of its own; decide weighs them. Absent: none was read.
  */
 export interface BeyondWireFacts {
-  /**
-   * The agent's session records end the turn on an error or an abort: the cause. A turn
-   * that recovered (an error, then a final answer) has none.
-   */
-  cut?: Cause | null;
-  /** The records hold the prompt and no final answer after it: the cause. */
-  unanswered?: Cause | null;
-  /** A stop reason only the agent's records show (the wire said `end_turn`). */
-  recordedStop?: RecordedStop | null;
-  /** The records hold the turn's final answer (nothing went wrong after it). */
-  recordedFinal?: boolean;
+  /** What the session records show (null: the profile names none, or none were read). */
+  records?: RecordFacts | null;
   /** The wire contradicts itself (usage with no output, a final message with no content). */
   contradiction?: Cause | null;
   /** The reply the client saw is a strict beginning of the final answer the agent recorded. */
   shortfall?: Cause | null;
   /** The agent's usage counts output for a turn that showed nothing: its answer was dropped. */
   dropped?: Cause | null;
+}
+
+/**
+ * What the agent's own notices in the streamed text say (lib/cause/notices.ts): retry
+ * banners and failure lines the agent streams as if they were the model's reply.
+ */
+export interface NoticeFacts {
+  /**
+   * The failure notice the text ends on (only notices after the model's text, if any),
+   * classified; null: the text ends on no failure notice.
+   */
+  failure: Cause | null;
+  /** Characters of the model's own text (the streamed text less the agent's notices). */
+  modelChars: number;
+  /** How many notices the text holds. */
+  count: number;
 }
 
 /** Everything known about a turn when it ends. */
@@ -83,6 +114,8 @@ export interface TurnFacts extends BeyondWireFacts {
   textCause?: Cause | null;
   /** Characters of reply text streamed (`output` also counts other updates). */
   replyChars?: number;
+  /** What the agent's own notices in the streamed text say (null: none read). */
+  notices?: NoticeFacts | null;
 }
 
 /** A stop reason only the agent's records show, and its cause. */
@@ -118,16 +151,38 @@ const truncated = (cause: Cause): Decision => ({
 
 /**
  * A generic agent error yields to a specific cause: one that only names the agent's wrapper
- * to the cause its streamed text gives; one of unknown category to the text's, else the log's.
+ * to the cause its records or its streamed text give; one of unknown category to the
+ * records', else the text's, else the log's. The agent's code stays.
  */
-function sharpen(agent: Cause, text: Cause | null, log: Cause | null): Cause {
+function sharpen(agent: Cause, better: readonly (Cause | null)[], log: Cause | null): Cause {
   const generic = agent.error.category === "unknown";
-  const better = (agent.wrapper || generic) && text ? text : generic ? log : null;
-  if (!better) return agent;
+  const found = agent.wrapper || generic ? better.find((c) => c !== null) ?? null : null;
+  const with_ = found ?? (generic ? log : null);
+  if (!with_) return agent;
   return {
-    error: { ...better.error, code: agent.error.code ?? better.error.code },
-    retry: better.retry,
+    error: { ...with_.error, code: agent.error.code ?? with_.error.code },
+    retry: with_.retry,
   };
+}
+
+/**
+ * The error the agent reported, refined by the evidence that says more (the most specific
+ * evidence wins): an error its session records hold that names its category or the
+ * provider's own code outranks the wire's status and words (qwen-code answers a spent quota
+ * as JSON-RPC 429 "Rate limit exceeded"; its chat file holds `insufficient_quota`); else a
+ * generic or wrapper error takes the records', the streamed text's or the log's cause.
+ */
+function refine(agent: Cause, f: TurnFacts, notes: string[]): Cause {
+  const recorded = f.records?.error ?? null;
+  if (recorded && f.records?.errorSpecific && recorded.error.category !== "unknown") {
+    if (recorded.error.category !== agent.error.category) {
+      notes.push(
+        `the agent reported ${agent.error.category} (${agent.error.message}); its records hold the more specific cause: ${recorded.error.category}`,
+      );
+    }
+    return recorded;
+  }
+  return sharpen(agent, [recorded, f.textCause ?? null], f.logCause);
 }
 
 /** The fallback cause when a process failed and said nothing anywhere. */
@@ -180,15 +235,36 @@ export function givenUp(f: Pick<TurnFacts, "cancelled" | "clientGone" | "exit">)
  * no known category or the agent gave no answer at all.
  */
 export function needsLogCause(
-  f: Pick<TurnFacts, "cancelled" | "clientGone" | "exit" | "timeout" | "agentError" | "output">,
+  f: Pick<
+    TurnFacts,
+    | "cancelled"
+    | "clientGone"
+    | "exit"
+    | "timeout"
+    | "agentError"
+    | "output"
+    | "notices"
+    | "replyChars"
+  >,
 ): boolean {
   if (f.timeout || givenUp(f)) return false;
-  return f.agentError ? f.agentError.error.category === "unknown" : f.output === 0;
+  return f.agentError ? f.agentError.error.category === "unknown" : answered(f) === 0;
+}
+
+/**
+ * What was streamed besides the agent's own notices: `output` less the streamed text when
+ * that text is notices alone (a turn of retry banners gave no answer).
+ */
+function answered(f: Pick<TurnFacts, "output" | "notices" | "replyChars">): number {
+  const n = f.notices;
+  if (!n || n.count === 0 || n.modelChars > 0) return f.output;
+  return Math.max(0, f.output - (f.replyChars ?? f.output));
 }
 
 /**
  * Decides a turn's status, error and retry hint. A failure the turn's streamed text reads
- * as, in a turn that ended normally, is said in a note and changes nothing.
+ * as, in a turn that ended normally, is said in a note and changes nothing — unless the
+ * text is the agent's own notices ending on a failure (`notices`).
  */
 export function decide(f: TurnFacts): Decision {
   const notes: string[] = [];
@@ -204,6 +280,36 @@ export function decide(f: TurnFacts): Decision {
   return notes.length > 0 ? { ...d, notes } : d;
 }
 
+/** The records weighed among themselves: what cut the reply, what stopped it, whether whole. */
+export interface RecordReading {
+  cut: Cause | null;
+  unanswered: Cause | null;
+  stop: RecordedStop | null;
+  /** The records hold the final answer and nothing after it went wrong. */
+  final: boolean;
+}
+
+/**
+ * The records' own reading. An error the turn ended on, else an abort, cuts the reply. A
+ * response whose output the agent recorded nothing of, with no error and no recorded stop
+ * to explain it, is a dropped answer: a refusal the agent does not show (the one answer the
+ * agents in the corpus drop so: codex, a message with a `refusal` part it cannot parse,
+ * plugins/codex_records.ts); the turn's end without a final message is what it looks like,
+ * so it is no cut. A recorded prompt with no final answer cuts only when nothing else is said.
+ * (Exported so that the proxy takes the reply text from the same reading.)
+ */
+export function weighRecords(r: RecordFacts, notes: string[] = []): RecordReading {
+  let cut = r.error ?? r.aborted;
+  let stop = r.stop;
+  if (r.dropped && !r.error && !r.stop) {
+    notes.push(r.dropped.error.message);
+    stop = { stopReason: "refusal", cause: r.dropped };
+    cut = null;
+  }
+  const unanswered = cut || stop ? null : r.unanswered;
+  return { cut, unanswered, stop, final: r.final && !cut && !stop };
+}
+
 /**
  * What the evidence beyond the wire says of a turn the agent ended as whole: cut (the
  * cause), or stopped for a reason only the records show. The records' own reading comes
@@ -216,23 +322,25 @@ function beyondWire(
   f: TurnFacts,
   notes: string[],
 ): { cut: Cause | null; stop: RecordedStop | null } {
-  if (f.cut || f.recordedStop) return { cut: f.cut ?? null, stop: f.recordedStop ?? null };
-  if (f.unanswered) {
-    if (replyChars(f) > 0) return { cut: f.unanswered, stop: null };
+  const r = f.records ? weighRecords(f.records, notes) : null;
+  if (r?.cut || r?.stop) return { cut: r.cut, stop: r.stop };
+  if (r?.unanswered) {
+    if (replyChars(f) > 0) return { cut: r.unanswered, stop: null };
     notes.push("the agent recorded the prompt but no final answer, and streamed no text");
   }
-  if (f.recordedFinal && f.contradiction) {
+  const final = r?.final === true;
+  if (final && f.contradiction) {
     notes.push(`${f.contradiction.error.message} — but the agent's records hold its final answer`);
   }
-  const cut = (f.recordedFinal ? f.shortfall : f.contradiction) ?? null;
-  if (!f.dropped || f.recordedFinal) return { cut, stop: null };
+  const cut = (final ? f.shortfall : f.contradiction) ?? null;
+  if (!f.dropped || final) return { cut, stop: null };
   notes.push(f.dropped.error.message);
   return { cut, stop: { stopReason: "refusal", cause: f.dropped } };
 }
 
-/** Characters of reply text (`output` when only that is known). */
+/** Characters of the model's reply text (`output` when only that is known). */
 function replyChars(f: TurnFacts): number {
-  return f.replyChars ?? f.output;
+  return f.notices ? f.notices.modelChars : f.replyChars ?? f.output;
 }
 
 function decideStatus(f: TurnFacts, notes: string[]): Decision {
@@ -243,15 +351,13 @@ function decideStatus(f: TurnFacts, notes: string[]): Decision {
     const { code, signal } = f.exit;
     if (signal !== null || (code !== null && code !== 0)) {
       return failed(
-        f.agentError
-          ? sharpen(f.agentError, f.textCause ?? null, f.logCause)
-          : f.logCause ?? exitCause(f.exit),
+        f.agentError ? refine(f.agentError, f, notes) : f.logCause ?? exitCause(f.exit),
       );
     }
   }
   // A stop reason sent as an error is still that stop reason.
   if (f.agentError && f.errorStop) return ok(f.errorStop === "refusal" ? "refused" : "truncated");
-  if (f.agentError) return failed(sharpen(f.agentError, f.textCause ?? null, f.logCause));
+  if (f.agentError) return failed(refine(f.agentError, f, notes));
   switch (f.stopReason) {
     case "refusal":
       return ok("refused");
@@ -259,14 +365,23 @@ function decideStatus(f: TurnFacts, notes: string[]): Decision {
     case "max_turn_requests":
       return ok("truncated");
   }
-  // Evidence beyond the wire: the agent ended the turn as if whole; its records or the
-  // wire itself say the reply was cut. With reply text: truncated (the text kept, the
-  // cause said); with none: failed, since no answer exists.
-  const { cut, stop } = beyondWire(f, notes);
-  if (stop?.stopReason === "refusal") return { ...ok("refused"), swallowed: true };
-  if (stop) return truncated(stop.cause);
-  if (cut) return replyChars(f) > 0 ? truncated(cut) : failed(cut, true);
-  if (f.output > 0) return ok("ok");
+  // Evidence beyond the wire, for a turn the agent ended as whole: its records or the wire
+  // itself say the reply was cut. With reply text: truncated (the text kept, the cause
+  // said); with none: failed, since no answer exists.
+  if (f.stopReason === "end_turn") {
+    const { cut, stop } = beyondWire(f, notes);
+    if (stop?.stopReason === "refusal") return { ...ok("refused"), swallowed: true };
+    if (stop) return truncated(stop.cause);
+    if (cut) return replyChars(f) > 0 ? truncated(cut) : failed(cut, true);
+  }
+  // The agent's own notices: a text that ends on a failure notice is that failure; the
+  // model's text before it, if any, is a reply cut short.
+  const n = f.notices;
+  if (n?.failure) return n.modelChars > 0 ? truncated(n.failure) : failed(n.failure, true);
+  if (n && n.count > 0 && n.modelChars === 0) {
+    notes.push(`the agent streamed only its own notices (${n.count}), no answer`);
+  }
+  if (answered(f) > 0) return ok("ok");
   if (f.logCause) return failed(f.logCause, true);
   return ok("empty");
 }

@@ -128,12 +128,17 @@ export type LoadedPublishDetector = v.InferOutput<ReturnType<typeof PublishDetec
  *   before it in the appended bytes belongs to an earlier turn); `answerFirst`: the agent
  *   records a prompt's final answer before it answers the prompt, so a prompt with no final
  *   reply after it ended before its final message;
- * - `error`: the turn hit an API error, with the cause's words; `retrying`: the agent said
- *   it tries again (an error a later `reply` with `final` recovers from);
+ * - `error`: the turn hit an API error, with the cause's words; `category` and `code` when
+ *   the record names them (a category, or a provider's own code such as
+ *   `insufficient_quota`, outranks the error the agent reported on the wire: the most
+ *   specific evidence wins); `retryAfterMs` or `retryAt` (ISO 8601) when the record says
+ *   when a retry may work (they win over a time read from the words); `retrying`: the agent
+ *   said it tries again (an error a later `reply` with `final` recovers from);
  * - `stop`: the model stopped for `stopReason` (`max_tokens`, `refusal`), with its words;
  * - `reply`: an assistant message with content; `final` when it is the turn's final
  *   answer (the model ended its turn), `text` its text when known;
- * - `aborted`: the turn ended before its final message (the agent recorded it so);
+ * - `aborted`: the turn ended before its final message (the agent recorded it so), with its
+ *   `category` when the record names one;
  * - `usage`: the model's usage for one response, `output` the tokens it produced (reasoning
  *   excluded): output counted while the agent recorded no content from the response (no
  *   `reply` between it and the previous `usage` or the prompt) is an answer the agent dropped.
@@ -147,6 +152,14 @@ export const RecordEventSchema = once(() =>
       category: v.optional(CategorySchema),
       code: v.optional(v.union([v.number(), v.string()])),
       retrying: v.optional(v.boolean()),
+      retryAfterMs: v.optional(
+        v.pipe(v.number(badAfterMs), v.finite(badAfterMs), v.minValue(0, badAfterMs)),
+      ),
+      retryAt: v.optional(v.pipe(
+        v.string(badAt),
+        v.isoTimestamp(badAt),
+        v.check((at) => !Number.isNaN(Date.parse(at)), badAt),
+      )),
     }),
     v.object({
       kind: v.literal("stop"),
@@ -154,7 +167,11 @@ export const RecordEventSchema = once(() =>
       cause: v.optional(v.string()),
     }),
     v.object({ kind: v.literal("reply"), final: v.boolean(), text: v.optional(v.string()) }),
-    v.object({ kind: v.literal("aborted"), cause: v.pipe(v.string(), v.minLength(1)) }),
+    v.object({
+      kind: v.literal("aborted"),
+      cause: v.pipe(v.string(), v.minLength(1)),
+      category: v.optional(CategorySchema),
+    }),
     v.object({ kind: v.literal("usage"), output: v.pipe(v.number(), v.minValue(0)) }),
   ])
 );

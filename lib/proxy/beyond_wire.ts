@@ -1,14 +1,25 @@
 /**
- * Evidence beyond the wire for a turn the agent ended as whole (`end_turn`): the agent's
- * session records (read by the profile's record readers) and the wire's contradictions,
- * gathered into the facts `decide` takes, plus the reply text that is the final answer
- * when the turn recovered or re-streamed its reply. Pure given the records already read.
+ * Evidence beyond the wire: the agent's session records (read by the profile's record
+ * readers) and the wire's contradictions, gathered into the facts `decide` takes (which
+ * weighs them, for a turn the agent ended as whole or with an error), plus the reply text
+ * that is the final answer when the turn recovered or re-streamed its reply. Pure given the
+ * records already read.
  */
 import { retryHint } from "../core/retry_hint.ts";
-import type { BeyondWireFacts, Cause } from "../core/decide.ts";
+import {
+  type BeyondWireFacts,
+  type Cause,
+  type RecordFacts,
+  weighRecords,
+} from "../core/decide.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import type { Classifier } from "../cause/classifier.ts";
-import { foldRecordEvents, readRecordEvents, recordCauses } from "../cause/record_evidence.ts";
+import {
+  foldRecordEvents,
+  readRecordEvents,
+  recordFacts,
+  type RecordVerdict,
+} from "../cause/record_evidence.ts";
 import type { RecordsRead } from "../cause/session_records.ts";
 import {
   droppedAnswer,
@@ -52,14 +63,23 @@ export function contradictionCause(message: string): Cause {
   };
 }
 
+/** The turn's session records as facts for `decide`, and their verdict; null: none read. */
+export function readRecords(
+  input: Pick<BeyondWireInput, "records" | "readers" | "classifier" | "now">,
+  diagnostics: string[],
+): { facts: RecordFacts; verdict: RecordVerdict } | null {
+  if (!input.records) return null;
+  diagnostics.push(...input.records.diagnostics);
+  const events = readRecordEvents(input.records.records, input.readers, diagnostics);
+  const verdict = foldRecordEvents(events);
+  return { facts: recordFacts(verdict, input.classifier, input.now, diagnostics), verdict };
+}
+
 /** Gathers the evidence; diagnostics say what was read. */
 export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]): BeyondWire {
   const { turn, stopReason } = input;
   const facts: Required<BeyondWireFacts> = {
-    cut: null,
-    unanswered: null,
-    recordedStop: null,
-    recordedFinal: false,
+    records: null,
     contradiction: null,
     shortfall: null,
     dropped: null,
@@ -68,18 +88,16 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   const whole = wholeText(turn, text);
   let recordedText: string | null = null;
   let retried = false;
-  if (input.records) {
-    diagnostics.push(...input.records.diagnostics);
-    const events = readRecordEvents(input.records.records, input.readers, diagnostics);
-    const verdict = foldRecordEvents(events);
-    const causes = recordCauses(verdict, input.classifier, input.now, diagnostics);
-    // The records' cut is an unanswered prompt only when they show nothing else.
-    if (verdict.unanswered) facts.unanswered = causes.cut;
-    else facts.cut = causes.cut;
-    facts.recordedStop = causes.stop;
-    facts.recordedFinal = verdict.finalText !== null && !causes.cut && !causes.stop;
-    recordedText = facts.recordedFinal ? verdict.finalText : null;
+  let broken = false;
+  const read = readRecords(input, diagnostics);
+  if (read) {
+    const { verdict } = read;
+    facts.records = read.facts;
+    // The reply text follows decide's own reading of the records.
+    const reading = weighRecords(facts.records);
+    recordedText = reading.final ? verdict.finalText : null;
     retried = verdict.recovered;
+    broken = reading.cut !== null || reading.unanswered !== null;
     if (verdict.recovered) {
       diagnostics.push(
         "the agent's records show an error the turn recovered from: a retry completed the answer",
@@ -92,7 +110,7 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   }
   // Attempts: delimited by a silent gap before text that begins the attempt again; for a
   // turn known to be broken (cut, or retried by the agent), by its first characters alone.
-  const broken = facts.cut !== null || facts.unanswered !== null || retried;
+  broken ||= retried;
   const attempts = whole
     ? restartedAttempts(text, turn.textBreaks) ?? (broken ? repeatedStarts(text) : null)
     : null;

@@ -17,7 +17,8 @@ import { type JsonObject, stringField } from "../acp/jsonrpc.ts";
 import { annotateError, errorResponse, incompleteResponse, turnguardData } from "./rewrite.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import type { RecordsRead } from "../cause/session_records.ts";
-import { type BeyondWire, gatherBeyondWire } from "./beyond_wire.ts";
+import { type BeyondWire, gatherBeyondWire, readRecords } from "./beyond_wire.ts";
+import { type NoticeReading, readNotices } from "../cause/notices.ts";
 import { FAILURE_TEXT_MAX_BYTES } from "./reply_text.ts";
 import { streamed, type Turn, turnText, wholeText } from "./turns.ts";
 
@@ -109,25 +110,40 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   const exit = end.kind === "exit" ? { code: end.code, signal: end.signal } : null;
   const clientGone = end.kind === "exit" && end.clientGone === true;
   let logCause: Cause | null = null;
+  const notices = noticeReading(turn, classifier, endedAt, diagnostics);
 
-  if (needsLogCause({ cancelled: turn.cancelled, clientGone, exit, timeout, agentError, output })) {
+  if (
+    needsLogCause({
+      cancelled: turn.cancelled,
+      clientGone,
+      exit,
+      timeout,
+      agentError,
+      output,
+      notices: notices?.facts ?? null,
+      replyChars: turn.chars,
+    })
+  ) {
     const scanned = input.scanLogs();
     diagnostics.push(...scanned.diagnostics);
     logCause = scanned.cause;
   }
 
-  // Evidence beyond the wire, for a turn the agent ended as whole (docs/EVIDENCE.md).
+  // Evidence beyond the wire (docs/EVIDENCE.md): all of it for a turn the agent ended as
+  // whole; the session records alone for one it ended with an error (they may name its
+  // cause more precisely). decide weighs it.
+  const evidence = {
+    records: input.records ?? null,
+    readers: input.readers ?? [],
+    classifier,
+    now: endedAt,
+  };
   const beyond: BeyondWire | null = end.kind === "result" && stopReason === "end_turn" &&
       !turn.cancelled
-    ? gatherBeyondWire({
-      turn,
-      result: end.result,
-      stopReason,
-      records: input.records ?? null,
-      readers: input.readers ?? [],
-      classifier,
-      now: endedAt,
-    }, diagnostics)
+    ? gatherBeyondWire({ turn, result: end.result, stopReason, ...evidence }, diagnostics)
+    : null;
+  const records = end.kind === "error" && !turn.cancelled
+    ? readRecords(evidence, diagnostics)?.facts ?? null
     : null;
 
   const decision = decide({
@@ -141,9 +157,11 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     output,
     logCause,
     timeout,
-    textCause: noticeCause(turn, classifier, endedAt, diagnostics),
+    textCause: streamedTextCause(turn, classifier, endedAt, diagnostics),
     ...beyond?.facts,
+    ...(records ? { records } : {}),
     replyChars: turn.chars,
+    notices: notices?.facts ?? null,
   });
   diagnostics.push(...decision.notes ?? []);
 
@@ -163,6 +181,8 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     exit,
     reply: beyond?.finalText != null
       ? { chars: beyond.finalText.length, text: beyond.finalText }
+      : notices && notices.text !== turnText(turn) && turn.keepText === "reply"
+      ? { chars: notices.text.length, text: notices.text }
       : turn.keepText === "reply"
       ? { chars: turn.chars, text: turnText(turn) }
       : { chars: turn.chars },
@@ -173,10 +193,36 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
 }
 
 /**
- * The failure a turn's short streamed text reads as (lib/cause/classify.ts `textCause`).
- * Only a notice is read: text cut short (or never kept) is a longer reply than a notice.
+ * The agent's own notices in the turn's streamed text (lib/cause/notices.ts), read only
+ * when all of the text was kept; diagnostics say what was found.
  */
-function noticeCause(
+function noticeReading(
+  turn: Turn,
+  classifier: Classifier,
+  now: number,
+  diagnostics: string[],
+): NoticeReading | null {
+  if (turn.chars === 0) return null;
+  const text = turnText(turn);
+  if (!wholeText(turn, text)) return null;
+  const reading = readNotices(text, classifier, now, diagnostics);
+  if (reading.text !== text && turn.keepText === "reply") {
+    diagnostics.push(
+      `reply.text leaves out ${
+        reading.notices.filter((n) => n.declared).length
+      } notice(s) the profile declares (notices)`,
+    );
+  }
+  return reading;
+}
+
+/**
+ * The failure a turn's short streamed text reads as (lib/cause/classify.ts `textCause`),
+ * which sharpens a generic agent error or, in a turn that ended normally, is only a note
+ * (the agent's notices are told apart by `noticeReading`). Only short text is read: text
+ * cut short (or never kept) is a longer reply than a notice.
+ */
+function streamedTextCause(
   turn: Turn,
   classifier: Classifier,
   now: number,

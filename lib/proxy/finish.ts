@@ -73,12 +73,13 @@ export class TurnFinisher {
   }
 
   /**
-   * The turn's session records (docs/EVIDENCE.md): a turn the agent answered is decided
-   * once its records had the settle window to land; the response waits that long.
+   * The turn's session records (docs/EVIDENCE.md): a turn the agent answered, with a result
+   * or an error, is decided once its records had the settle window to land; the response
+   * waits that long.
    */
   async #records(turn: Turn, end: TurnEnd): Promise<RecordsRead | null> {
     const taken = turn.records;
-    if (!taken || end.kind !== "result") return null;
+    if (!taken || (end.kind !== "result" && end.kind !== "error")) return null;
     const { profile, fs } = this.state.opts;
     await new Promise((resolve) =>
       setTimeout(resolve, profile.recordsSettleMs ?? DEFAULT_SETTLE_MS)

@@ -10,6 +10,7 @@ import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
 import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
+import { readNotices } from "../cause/notices.ts";
 import type { LogFs } from "../io/logfs.ts";
 import type { Outcome } from "../core/outcome.ts";
 import type { Classifier } from "../cause/classifier.ts";
@@ -199,7 +200,12 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       : null;
     return { log, agentError };
   });
+  // The agent's own notices in its output (lib/cause/notices.ts), when all of it was kept.
+  const notices = kept.truncated
+    ? null
+    : readNotices(kept.text(), opts.classifier, endedAt, diagnostics);
   const facts: TurnFacts = {
+    notices: notices?.facts ?? null,
     cancelled,
     exit: { code: exit.code, signal: exit.signal },
     stopReason: null,
@@ -221,7 +227,9 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     startedAt,
     endedAt,
     exit: { code: exit.code, signal: exit.signal },
-    reply: { chars, text: kept.text(), ...(kept.truncated ? { capped: true } : {}) },
+    reply: notices && notices.text !== kept.text()
+      ? { chars: notices.text.length, text: notices.text }
+      : { chars, text: kept.text(), ...(kept.truncated ? { capped: true } : {}) },
     diagnostics,
   }, decision);
   let exitCode = 0;

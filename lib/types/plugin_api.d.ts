@@ -94,7 +94,8 @@ export interface PublishDetector {
 /**
  * What a record reader says of one record of an agent's session file (docs/EVIDENCE.md):
  * `prompt` (the turn's own records start here; `answerFirst`: the agent records the final
- * answer before it answers the prompt), `error` (an API error; `retrying`: it tries again),
+ * answer before it answers the prompt), `error` (an API error, with its category, code and
+ * retry time when the record names them; `retrying`: it tries again),
  * `stop` (the model stopped for `max_tokens` or `refusal`), `reply` (an assistant message;
  * `final` when it ends the turn), `aborted` (the turn ended before its final message),
  * `usage` (the output tokens of one response).
@@ -105,13 +106,22 @@ export type RecordEvent =
     kind: "error";
     /** The cause's words (not empty). */
     cause: string;
+    /** The category the record names (wins over the one read from `cause`). */
     category?: Category;
+    /**
+     * The provider's own code (`insufficient_quota`) or an HTTP status. A category or a
+     * string code makes the records' cause outrank the error the agent reported on the wire.
+     */
     code?: number | string;
     retrying?: boolean;
+    /** Milliseconds until a retry may work, when the record says (finite, >= 0). */
+    retryAfterMs?: number;
+    /** When a retry may work, an ISO 8601 timestamp, when the record says. */
+    retryAt?: string;
   }
   | { kind: "stop"; stopReason: "max_tokens" | "refusal"; cause?: string }
   | { kind: "reply"; final: boolean; text?: string }
-  | { kind: "aborted"; cause: string }
+  | { kind: "aborted"; cause: string; category?: Category }
   | { kind: "usage"; output: number };
 
 /** A record reader plugin: reads one record (a parsed JSON line) of a session file. */

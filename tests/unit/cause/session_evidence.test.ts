@@ -4,7 +4,7 @@ import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { mergeConfigs, parseConfigText } from "../../../lib/config/config.ts";
 import { gatherBeyondWire } from "../../../lib/proxy/beyond_wire.ts";
-import { decide } from "../../../lib/core/decide.ts";
+import { decide, weighRecords } from "../../../lib/core/decide.ts";
 import { newTurn, observeUpdate } from "../../../lib/proxy/turns.ts";
 import { scanRecords } from "../../../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
@@ -20,7 +20,7 @@ import {
 import {
   foldRecordEvents,
   type ReadEvent,
-  recordCauses,
+  recordFacts,
 } from "../../../lib/cause/record_evidence.ts";
 import type { RecordEvent } from "../../../lib/plugin/api.ts";
 import {
@@ -94,22 +94,49 @@ describe("foldRecordEvents", () => {
     // an earlier turn's dropped answer is not this turn's
     expect(foldRecordEvents([prompt, dropped, aborted, prompt, final]).dropped).toBeNull();
   });
-  test("a dropped answer is a refusal; an error the turn ended on says more", () => {
+  test("a dropped answer is a refusal; an error the turn ended on says more (decide weighs)", () => {
     const aborted = ev({
       kind: "aborted",
       cause: "codex completed the turn without a final message",
     });
     const dropped = foldRecordEvents([prompt, ev({ kind: "usage", output: 9 }), aborted]);
-    const diagnostics: string[] = [];
-    const causes = recordCauses(dropped, buildClassifier([]), Date.now(), diagnostics);
-    expect(causes.stop?.stopReason).toBe("refusal");
-    expect(causes.stop?.cause.error.message).toContain("9 output token(s)");
-    expect(causes.cut).toBeNull();
-    expect(diagnostics.join("\n")).toContain("the answer was dropped");
+    const facts = recordFacts(dropped, buildClassifier([]), Date.now(), []);
+    expect(facts.dropped?.error.message).toContain("9 output token(s)");
+    const reading = weighRecords(facts);
+    expect(reading.stop?.stopReason).toBe("refusal");
+    expect(reading.cut).toBeNull();
     const failed = foldRecordEvents([prompt, ev({ kind: "usage", output: 9 }), err]);
-    const withError = recordCauses(failed, buildClassifier([]), Date.now(), []);
+    const withError = weighRecords(recordFacts(failed, buildClassifier([]), Date.now(), []));
     expect(withError.stop).toBeNull();
     expect(withError.cut?.error.message).toBe("API Error: 429 rate");
+  });
+  test("a record's category, code and retry time win over the words", () => {
+    const now = Date.parse("2026-01-01T00:00:00Z");
+    const quota = ev({
+      kind: "error",
+      cause: "Rate limit exceeded",
+      code: "insufficient_quota",
+      category: "quota",
+      retryAfterMs: 60_000,
+    });
+    const facts = recordFacts(foldRecordEvents([prompt, quota]), buildClassifier([]), now, []);
+    expect(facts.errorSpecific).toBe(true);
+    expect(facts.error?.error).toMatchObject({ category: "quota", code: "insufficient_quota" });
+    expect(facts.error?.retry).toMatchObject({ afterMs: 60_000 });
+    const at = ev({
+      kind: "error",
+      cause: "busy",
+      category: "capacity",
+      retryAt: "2026-01-01T00:05:00Z",
+    });
+    const later = recordFacts(foldRecordEvents([prompt, at]), buildClassifier([]), now, []);
+    expect(later.error?.retry).toMatchObject({ retryable: true, afterMs: 300_000 });
+    // A bare HTTP status and words only: not more specific than the wire.
+    const bare = ev({ kind: "error", cause: "API Error: 429 rate", code: 429 });
+    expect(
+      recordFacts(foldRecordEvents([prompt, bare]), buildClassifier([]), now, []).errorSpecific,
+    )
+      .toBe(false);
   });
 });
 
@@ -443,13 +470,13 @@ describe("gatherBeyondWire (records and wire together)", () => {
       retry,
       answer("The full answer."),
     ]);
-    expect([out.cut, out.finalText]).toEqual([null, "The full answer."]);
+    expect([out.records?.error ?? null, out.finalText]).toEqual([null, "The full answer."]);
   });
   test("clean: no cut, no final text of its own, whatever the usage says", () => {
     const out = gather(["All ", "good."], [user, answer("All good.")], {
       usage: { inputTokens: 5, outputTokens: 0 },
     });
-    expect([out.cut, out.recordedStop, out.finalText, out.recordedFinal]).toEqual([
+    expect([out.records?.error, out.records?.stop, out.finalText, out.records?.final]).toEqual([
       null,
       null,
       null,
@@ -485,7 +512,7 @@ describe("gatherBeyondWire (records and wire together)", () => {
       classifier: buildClassifier([]),
       now: 0,
     }, diagnostics);
-    expect([out.facts.cut, out.facts.contradiction?.error.anchor]).toEqual([null, "wire"]);
+    expect([out.facts.records, out.facts.contradiction?.error.anchor]).toEqual([null, "wire"]);
   });
 });
 

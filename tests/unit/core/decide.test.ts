@@ -5,6 +5,9 @@ import {
   exitCause,
   givenUp,
   needsLogCause,
+  type NoticeFacts,
+  type RecordedStop,
+  type RecordFacts,
   type TurnFacts,
 } from "../../../lib/core/decide.ts";
 
@@ -231,12 +234,23 @@ const recordCause = (
   retry: { retryable: true, reason: "r", afterMs: null, at: null },
 });
 
+/** Record facts: nothing recorded but what a row gives. */
+const recs = (r: Partial<RecordFacts>): RecordFacts => ({
+  error: null,
+  aborted: null,
+  stop: null,
+  dropped: null,
+  unanswered: null,
+  final: false,
+  ...r,
+});
+
 describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md)", () => {
   const CUT = recordCause("API Error: 529 Overloaded");
   const MAX = { stopReason: "max_tokens" as const, cause: recordCause("output limit", "context") };
   const REFUSAL = { stopReason: "refusal" as const, cause: recordCause("refused", "context") };
   // replyChars, cut, recordedStop -> status, error message, swallowed
-  type Stop = NonNullable<TurnFacts["recordedStop"]>;
+  type Stop = RecordedStop;
   const rows: Array<[number, Cause | null, Stop | null, string, string | null, boolean]> = [
     [10, null, null, "ok", null, false],
     [0, null, null, "empty", null, false],
@@ -250,7 +264,8 @@ describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md
   ];
   for (const [chars, cut, recordedStop, status, message, swallowed] of rows) {
     test(`chars=${chars} cut=${!!cut} stop=${recordedStop?.stopReason ?? null} -> ${status}`, () => {
-      const d = decide({ ...wireBase, output: chars, replyChars: chars, cut, recordedStop });
+      const records = recs({ error: cut, stop: recordedStop });
+      const d = decide({ ...wireBase, output: chars, replyChars: chars, records });
       expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
         status,
         message,
@@ -260,17 +275,25 @@ describe("decide — evidence beyond the wire (proxy, end_turn; docs/EVIDENCE.md
   }
   test("the wire's own verdicts win: an agent error, a wire max_tokens, a cancel", () => {
     const err = recordCause("agent said", "auth");
-    expect(decide({ ...wireBase, agentError: err, cut: CUT, output: 5 }).error?.message).toBe(
+    const records = recs({ error: CUT });
+    expect(decide({ ...wireBase, agentError: err, records, output: 5 }).error?.message).toBe(
       "agent said",
     );
-    expect(decide({ ...wireBase, stopReason: "max_tokens", cut: CUT, output: 5 }).error).toBeNull();
-    expect(decide({ ...wireBase, cancelled: true, cut: CUT, output: 5 }).status).toBe("cancelled");
+    expect(decide({ ...wireBase, stopReason: "max_tokens", records, output: 5 }).error)
+      .toBeNull();
+    expect(decide({ ...wireBase, cancelled: true, records, output: 5 }).status).toBe("cancelled");
   });
   test("only reply text makes a cut turn truncated: tool calls alone are no partial answer", () => {
-    expect(decide({ ...wireBase, output: 4, replyChars: 0, cut: CUT }).status).toBe("failed");
+    const records = recs({ error: CUT });
+    expect(decide({ ...wireBase, output: 4, replyChars: 0, records }).status).toBe("failed");
   });
   test("a truncated turn keeps the cause's retry hint", () => {
-    expect(decide({ ...wireBase, output: 3, replyChars: 3, cut: CUT }).retry?.retryable).toBe(true);
+    const records = recs({ error: CUT });
+    expect(decide({ ...wireBase, output: 3, replyChars: 3, records }).retry?.retryable).toBe(true);
+  });
+  test("the records count only for a turn the agent ended as whole (end_turn)", () => {
+    const records = recs({ error: CUT });
+    expect(decide({ ...base, output: 5, replyChars: 5, records }).status).toBe("ok");
   });
 });
 
@@ -284,12 +307,15 @@ describe("decide — records against the wire (proxy, end_turn; docs/EVIDENCE.md
   );
   const DROPPED = recordCause("usage counts 9 output tokens but it streamed nothing", "unknown");
   const MAX = { stopReason: "max_tokens" as const, cause: recordCause("output limit", "context") };
+  const ABORT = recordCause("codex aborted the turn (interrupted)", "unknown");
   type Row = {
     chars: number;
     cut?: Cause;
+    aborted?: Cause;
     unanswered?: Cause;
-    stop?: NonNullable<TurnFacts["recordedStop"]>;
+    stop?: RecordedStop;
     final?: boolean;
+    recordedDrop?: Cause;
     contradiction?: Cause;
     shortfall?: Cause;
     dropped?: Cause;
@@ -348,6 +374,29 @@ describe("decide — records against the wire (proxy, end_turn; docs/EVIDENCE.md
       want: ["refused", null, true, [DROPPED.error.message]],
     },
     { chars: 0, final: true, dropped: DROPPED, want: ["empty", null, false, []] },
+    // The records weighed among themselves. An abort cuts like an error; the error says more.
+    { chars: 5, aborted: ABORT, want: ["truncated", ABORT.error.message, true, []] },
+    { chars: 5, cut: CUT, aborted: ABORT, want: ["truncated", CUT.error.message, true, []] },
+    // An answer the agent recorded nothing of is a refusal; the abort is what it looks like.
+    {
+      chars: 0,
+      recordedDrop: DROPPED,
+      aborted: ABORT,
+      want: ["refused", null, true, [DROPPED.error.message]],
+    },
+    // ... unless an error or a recorded stop explains it.
+    { chars: 0, recordedDrop: DROPPED, cut: CUT, want: ["failed", CUT.error.message, true, []] },
+    { chars: 5, recordedDrop: DROPPED, stop: MAX, want: ["truncated", "output limit", true, []] },
+    // A recorded final answer does not outweigh an error or a stop recorded with it.
+    { chars: 5, final: true, cut: CUT, want: ["truncated", CUT.error.message, true, []] },
+    { chars: 5, final: true, stop: MAX, want: ["truncated", "output limit", true, []] },
+    // An unanswered prompt yields to what the records say of the turn.
+    {
+      chars: 5,
+      unanswered: UNANSWERED,
+      stop: MAX,
+      want: ["truncated", "output limit", true, []],
+    },
   ];
   for (const r of rows) {
     const name = Object.entries(r).filter(([k]) => k !== "want").map(([k, v]) =>
@@ -358,10 +407,14 @@ describe("decide — records against the wire (proxy, end_turn; docs/EVIDENCE.md
         ...wireBase,
         output: r.chars,
         replyChars: r.chars,
-        cut: r.cut ?? null,
-        unanswered: r.unanswered ?? null,
-        recordedStop: r.stop ?? null,
-        recordedFinal: r.final ?? false,
+        records: recs({
+          error: r.cut ?? null,
+          aborted: r.aborted ?? null,
+          unanswered: r.unanswered ?? null,
+          stop: r.stop ?? null,
+          final: r.final ?? false,
+          dropped: r.recordedDrop ?? null,
+        }),
         contradiction: r.contradiction ?? null,
         shortfall: r.shortfall ?? null,
         dropped: r.dropped ?? null,
@@ -636,4 +689,192 @@ describe("needsLogCause — whether the logs can change the decision", () => {
       })).toBe(reads);
     });
   }
+});
+
+describe("decide — records refine an error the agent reported (the most specific evidence wins)", () => {
+  // qwen-code answers a spent quota as JSON-RPC 429 "Rate limit exceeded"; its chat file
+  // holds the provider's `insufficient_quota`.
+  const WIRE_429 = cause("Rate limit exceeded", "rate_limit");
+  const QUOTA: Cause = {
+    error: {
+      code: "insufficient_quota",
+      message: "You exceeded your current quota",
+      category: "quota",
+      anchor: "records:qwen.chat",
+      source: null,
+    },
+    retry: { retryable: false, reason: "quota", afterMs: null, at: null },
+  };
+  const WORDS = recordCause("upstream said: overloaded", "capacity");
+  const NAMELESS = recordCause("something odd happened", "unknown");
+  const WRAPPER: Cause = { ...cause("Internal error", "capacity"), wrapper: true };
+  // wire error, records' error, specific? -> category, message, a note?
+  const rows: Array<[string, Cause, Cause | null, boolean, string, string, boolean]> = [
+    [
+      "a specific record outranks the wire's status",
+      WIRE_429,
+      QUOTA,
+      true,
+      "quota",
+      QUOTA.error.message,
+      true,
+    ],
+    [
+      "a record's words do not outrank a known wire category",
+      WIRE_429,
+      WORDS,
+      false,
+      "rate_limit",
+      "Rate limit exceeded",
+      false,
+    ],
+    [
+      "a record's words sharpen a generic wire error",
+      GENERIC,
+      WORDS,
+      false,
+      "capacity",
+      WORDS.error.message,
+      false,
+    ],
+    [
+      "a record's words sharpen a wrapper's error",
+      WRAPPER,
+      WORDS,
+      false,
+      "capacity",
+      WORDS.error.message,
+      false,
+    ],
+    [
+      "a specific record of unknown category changes nothing",
+      WIRE_429,
+      { ...NAMELESS },
+      true,
+      "rate_limit",
+      "Rate limit exceeded",
+      false,
+    ],
+    [
+      "the same category: the record's words, no note",
+      cause("429 quota", "quota"),
+      QUOTA,
+      true,
+      "quota",
+      QUOTA.error.message,
+      false,
+    ],
+    ["no records: the wire", WIRE_429, null, false, "rate_limit", "Rate limit exceeded", false],
+  ];
+  for (const [name, wire, recorded, specific, category, message, note] of rows) {
+    test(name, () => {
+      const d = decide({
+        ...base,
+        stopReason: null,
+        agentError: wire,
+        records: recs({ error: recorded, errorSpecific: specific }),
+      });
+      expect([d.status, d.error?.category, d.error?.message, (d.notes ?? []).length > 0])
+        .toEqual(["failed", category, message, note]);
+    });
+  }
+  test("the records' retry hint comes with their cause: quota is not retried as a rate limit", () => {
+    const d = decide({
+      ...base,
+      agentError: WIRE_429,
+      records: recs({ error: QUOTA, errorSpecific: true }),
+    });
+    expect(d.retry?.retryable).toBe(false);
+    expect(d.error?.code).toBe("insufficient_quota");
+  });
+  test("an agent that died: its records refine its last words too", () => {
+    const d = decide({
+      ...base,
+      exit: { code: 1, signal: null },
+      agentError: WIRE_429,
+      records: recs({ error: QUOTA, errorSpecific: true }),
+    });
+    expect(d.error?.category).toBe("quota");
+  });
+  test("a stop reason sent as an error stays that stop reason", () => {
+    const d = decide({
+      ...base,
+      agentError: WIRE_429,
+      errorStop: "max_tokens",
+      records: recs({ error: QUOTA, errorSpecific: true }),
+    });
+    expect(d.status).toBe("truncated");
+  });
+});
+
+describe("decide — the agent's own notices (lib/cause/notices.ts)", () => {
+  const RATE = recordCause("API Error: 429 rate_limit_error", "rate_limit");
+  const notices = (failure: Cause | null, modelChars: number, count = 2): NoticeFacts => ({
+    failure,
+    modelChars,
+    count,
+  });
+  // stop reason, streamed chars, notices, log cause? -> status, message, swallowed, note?
+  type Row = [string | null, number, NoticeFacts | null, boolean, string, string | null, boolean];
+  const rows: Row[] = [
+    // Only notices, ending on a failure: failed with it, hidden by the agent.
+    ["end_turn", 60, notices(RATE, 0), false, "failed", RATE.error.message, true],
+    // Model text, then the agent's notices ending on a failure: the reply was cut.
+    ["end_turn", 90, notices(RATE, 30), false, "truncated", RATE.error.message, true],
+    // Only notices, ending on none (retry banners, then nothing): no answer.
+    ["end_turn", 60, notices(null, 0), false, "empty", null, false],
+    ["end_turn", 60, notices(null, 0), true, "failed", "from the log", true],
+    // Notices with the model's answer after them: a recovered turn, ok.
+    ["end_turn", 90, notices(null, 30), false, "ok", null, false],
+    // No notices read: the text stands.
+    ["end_turn", 60, null, false, "ok", null, false],
+    ["end_turn", 60, notices(null, 60, 0), false, "ok", null, false],
+    // Run mode (no stop reason, exit 0): the same.
+    [null, 60, notices(RATE, 0), false, "failed", RATE.error.message, true],
+    // The wire's own stop reasons come first.
+    ["max_tokens", 60, notices(RATE, 0), false, "truncated", null, false],
+    ["cancelled", 60, notices(RATE, 0), false, "cancelled", null, false],
+  ];
+  for (const [stopReason, chars, n, log, status, message, swallowed] of rows) {
+    const name = `stop=${stopReason} chars=${chars} failure=${!!n?.failure} model=${
+      n?.modelChars ?? "-"
+    } log=${log}`;
+    test(`${name} -> ${status}`, () => {
+      const d = decide({
+        ...base,
+        exit: stopReason === null ? { code: 0, signal: null } : null,
+        stopReason,
+        output: chars,
+        replyChars: chars,
+        notices: n,
+        logCause: log ? LOG : null,
+      });
+      expect([d.status, d.error?.message ?? null, d.swallowed]).toEqual([
+        status,
+        message,
+        swallowed,
+      ]);
+    });
+  }
+  test("a failure's retry hint and category are the notice's", () => {
+    const d = decide({ ...base, stopReason: "end_turn", output: 9, notices: notices(RATE, 0) });
+    expect([d.error?.category, d.retry?.retryable]).toEqual(["rate_limit", true]);
+  });
+  test("the records' cut outranks the notices (they name the provider's cause)", () => {
+    const CUT = recordCause("API Error: 529 Overloaded");
+    const d = decide({
+      ...base,
+      stopReason: "end_turn",
+      output: 9,
+      replyChars: 9,
+      notices: notices(RATE, 0),
+      records: recs({ error: CUT }),
+    });
+    expect([d.status, d.error?.message]).toEqual(["failed", CUT.error.message]);
+  });
+  test("a turn of notices alone is worth a log scan; one with an answer is not", () => {
+    const f = { ...base, stopReason: "end_turn", output: 9, replyChars: 9 };
+    expect(needsLogCause({ ...f, notices: notices(null, 0) })).toBe(true);
+    expect(needsLogCause({ ...f, notices: notices(null, 4) })).toBe(false);
+  });
 });
