@@ -4,7 +4,6 @@
  * Matching and classifying the input share one code plugin budget, as one turn does.
  * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
  */
-import { readFileSync } from "node:fs";
 import { classify } from "../cause/classify.ts";
 import { errorCause } from "../cause/error_cause.ts";
 import { UsageError } from "../errors.ts";
@@ -14,7 +13,14 @@ import type { RetryHint } from "../core/outcome.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { loadRegistry } from "../config/registry.ts";
 import { envRecord, parseOptions } from "./args.ts";
-import { commandClassifier, lineInput, parseKind, SCAN_OPTIONS, scanRecordFiles } from "./scan.ts";
+import {
+  commandClassifier,
+  lineInput,
+  parseKind,
+  readSource,
+  SCAN_OPTIONS,
+  scanRecordFiles,
+} from "./scan.ts";
 import { stdout } from "../io/stdio.ts";
 import { warnLine, writeShown } from "../io/output.ts";
 import { redactedJson } from "../text/redact.ts";
@@ -62,7 +68,9 @@ export async function explainCommand(argv: string[]): Promise<number> {
     throw new UsageError("explain: give exactly one input: the text itself, or - for stdin");
   }
   const kind = parseKind(values.kind);
-  const raw = positionals[0] === "-" ? readFileSync(0, "utf8") : positionals[0];
+  const raw = positionals[0] === "-"
+    ? (await readSource("-", process.cwd(), "explain")).text
+    : positionals[0];
   const text = raw.replace(/\r?\n$/, "");
   const registry = await loadRegistry({
     configFlag: values.config,

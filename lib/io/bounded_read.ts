@@ -114,10 +114,26 @@ export type BoundedRead =
     /** Set when the budget cut the read short: what was left out. */
     short: string | null;
   }
-  | { ok: false; why: string; /** The budget was used up before the file was opened. */ spent?: boolean };
+  | {
+    ok: false;
+    /** `PATH was not read: REASON`. */
+    why: string;
+    /** The budget was used up before the file was opened. */
+    spent?: boolean;
+    /** The error code of a failed call (ENOENT, ELOOP, ...), when one failed. */
+    code?: string;
+  };
 
 /** What kind of file a stat describes, for a diagnostic. */
-function kindOf(s: { isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isDirectory(): boolean; isSocket(): boolean }): string {
+function kindOf(
+  s: {
+    isFIFO(): boolean;
+    isCharacterDevice(): boolean;
+    isBlockDevice(): boolean;
+    isDirectory(): boolean;
+    isSocket(): boolean;
+  },
+): string {
   if (s.isFIFO()) return "a FIFO";
   if (s.isCharacterDevice()) return "a character device";
   if (s.isBlockDevice()) return "a block device";
@@ -175,7 +191,8 @@ export async function readBounded(
     try {
       handle = await open(path, SAFE_OPEN_FLAGS);
     } catch (err) {
-      return { ok: false, why: `${path} was not read: ${openProblem(errCode(err))}` };
+      const code = errCode(err);
+      return { ok: false, why: `${path} was not read: ${openProblem(code)}`, code };
     }
     try {
       const s = await handle.stat();
@@ -200,21 +217,26 @@ export async function readBounded(
         : null;
       return { ok: true, bytes: buf.subarray(0, done), start, stat, short };
     } catch (err) {
-      return { ok: false, why: `${path} was not read: ${errCode(err)}` };
+      const code = errCode(err);
+      return { ok: false, why: `${path} was not read: ${code}`, code };
     } finally {
       await handle.close().catch(() => {});
     }
   })();
   const result = await withinMs(work, budget.msLeft());
   if (result === "timeout") {
-    return { ok: false, why: `${path} was not read: the turn's ${budget.limits.ms} ms budget ran out` };
+    return {
+      ok: false,
+      why: `${path} was not read: the turn's ${budget.limits.ms} ms budget ran out`,
+    };
   }
   return result;
 }
 
 /**
- * Reads the whole of a regular file (a `scan`/`explain` input), at most its last `maxBytes`.
- * Throws an Error with a one-line reason when the file cannot be read.
+ * Reads a regular file from its start (a `scan`/`explain` input), at most its first
+ * `maxBytes`; `cut` says the file was longer. Throws an Error with a one-line reason when
+ * the file cannot be read (not a regular file, a link, leased, missing).
  */
 export async function readWholeFile(
   path: string,
@@ -222,7 +244,39 @@ export async function readWholeFile(
   ms: number = 60_000,
 ): Promise<{ text: string; cut: boolean }> {
   const budget = new ReadBudget({ files: 1, bytes: maxBytes, ms });
-  const read = await readBounded(path, WHOLE_FILE, budget);
-  if (!read.ok) throw new Error(read.why);
-  return { text: new TextDecoder().decode(read.bytes), cut: read.short !== null };
+  const read = await readBounded(
+    path,
+    (s) => ({ start: 0, end: Math.min(s.size, maxBytes) }),
+    budget,
+  );
+  if (!read.ok) {
+    const reason = read.why.slice(read.why.indexOf(" was not read: ") + 15);
+    throw Object.assign(new Error(reason), { code: read.code });
+  }
+  return { text: new TextDecoder().decode(read.bytes), cut: read.stat.size > maxBytes };
+}
+
+/**
+ * Reads standard input to its end, at most `maxBytes` of it (the rest is left unread);
+ * `cut` says there was more.
+ */
+export async function readStdin(maxBytes: number): Promise<{ text: string; cut: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let cut = false;
+  for await (const chunk of process.stdin as AsyncIterable<Uint8Array>) {
+    const room = maxBytes - total;
+    if (chunk.length > room) {
+      chunks.push(chunk.subarray(0, room));
+      total += room;
+      cut = true;
+      break;
+    }
+    chunks.push(chunk);
+    total += chunk.length;
+  }
+  const all = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) all.set(c, at), at += c.length;
+  return { text: new TextDecoder().decode(all), cut };
 }

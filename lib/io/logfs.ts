@@ -10,8 +10,8 @@ import { lstat } from "node:fs/promises";
 import {
   type BoundedRead,
   errCode,
-  type ReadBudget,
   readBounded,
+  type ReadBudget,
   type ReadRange,
 } from "./bounded_read.ts";
 import { type ReadDir, realReadDir } from "./glob.ts";

@@ -42,7 +42,13 @@ export class TurnFinisher {
     const ended = this.#records(turn, end, budget).then(async (records) =>
       endTurn(
         {
-          conclude: this.#concludeInput(turn, end, now, records, await this.#logs(turn, end, budget)),
+          conclude: this.#concludeInput(
+            turn,
+            end,
+            now,
+            records,
+            await this.#logs(turn, end, budget),
+          ),
           line,
         },
         this.steps,

@@ -503,7 +503,7 @@ function holdLease(path: string, seconds: number) {
       "signal.signal(signal.SIGIO, signal.SIG_IGN)",
       "os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)",
       "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)",
-      "os.write(fd, b'{\"sessionId\":\"sess-1\",\"type\":\"user\"}\\n')",
+      'os.write(fd, b\'{"sessionId":"sess-1","type":"user"}\\n\')',
       "fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)",
       "print('leased', flush=True)",
       "time.sleep(float(sys.argv[2]))",
@@ -598,4 +598,24 @@ describe("agent-controlled files the proxy reads at a turn's end", () => {
       if (words) expect(outcomes[0].diagnostics.join("\n")).toContain(words);
     }, 30_000);
   }
+});
+
+describe("scan and explain inputs an agent controls", () => {
+  test("a FIFO, a device or a symbolic link is a one-line error at once, never a hang", async () => {
+    const dir = fresh();
+    const fifo = join(dir, "agent.log");
+    execFileSync("mkfifo", [fifo]);
+    symlinkSync("/etc/passwd", join(dir, "link.log"));
+    for (
+      const [input, words] of [
+        [fifo, "it is a FIFO"],
+        ["/dev/zero", "it is a character device"],
+        [join(dir, "link.log"), "it is a symbolic link (not followed)"],
+      ]
+    ) {
+      const r = await tg(["scan", input], homeEnv(dir));
+      expect([r.signal, r.code, r.stdout]).toEqual([null, 2, ""]);
+      expect(r.stderr).toBe(`turnguard: scan: cannot read ${input}: ${words}\n`);
+    }
+  });
 });
