@@ -621,41 +621,45 @@ describe("scan and explain inputs an agent controls", () => {
 });
 
 describe("a code plugin's own output never reaches the ACP wire", () => {
-  test("console.log and process.stdout.write in a plugin: shown on stderr, redacted and escaped; stdout stays JSON-RPC", async () => {
-    const s = scratch();
-    const key = "sk-ant-api03-" + "k".repeat(24);
-    writeFileSync(
-      join(s.dir, "chatty.ts"),
-      `console.log("hello from the plugin ${key} \\x1b]0;pwned\\x07");\n` +
-        `process.stdout.write("{not json\\n");\n` +
-        `export default { anchors: [{ id: "chatty.any", on: ["log"], match() { return null; } }] };\n`,
-    );
-    writeFileSync(s.config, `plugins = ["chatty.ts"]\n` + readFileSync(s.config, "utf8"));
-    const p = track(startProxy(s, fakeArgs(s), [BUN, AGENT], {}, [binary]));
-    let out = "";
-    p.child.stdout!.on("data", (c: Uint8Array) => out += new TextDecoder().decode(c));
-    p.child.stdin!.write(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: 1, clientCapabilities: {} },
-      }) + "\n",
-    );
-    for (let i = 0; i < 500 && !out.includes('"id":1'); i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    // The plugin loaded and printed before the answer: give its messages time to arrive.
-    await new Promise((r) => setTimeout(r, 300));
-    p.child.stdin!.end();
-    await p.exited;
-    const lines = out.split("\n").filter((l) => l !== "");
-    expect(lines.length).toBe(1);
-    expect(JSON.parse(lines[0])).toMatchObject({ jsonrpc: "2.0", id: 1 });
-    const err = p.stderr();
-    expect(err).toContain(`turnguard: plugin ${join(s.dir, "chatty.ts")}: hello from the plugin`);
-    expect(err).toContain(`turnguard: plugin ${join(s.dir, "chatty.ts")}: {not json`);
-    expect(err).not.toContain(key);
-    expect(err).not.toContain("\x1b");
-  }, 30_000);
+  test(
+    "console.log and process.stdout.write in a plugin: shown on stderr, redacted and escaped; stdout stays JSON-RPC",
+    async () => {
+      const s = scratch();
+      const key = "sk-ant-api03-" + "k".repeat(24);
+      writeFileSync(
+        join(s.dir, "chatty.ts"),
+        `console.log("hello from the plugin ${key} \\x1b]0;pwned\\x07");\n` +
+          `process.stdout.write("{not json\\n");\n` +
+          `export default { anchors: [{ id: "chatty.any", on: ["log"], match() { return null; } }] };\n`,
+      );
+      writeFileSync(s.config, `plugins = ["chatty.ts"]\n` + readFileSync(s.config, "utf8"));
+      const p = track(startProxy(s, fakeArgs(s), [BUN, AGENT], {}, [binary]));
+      let out = "";
+      p.child.stdout!.on("data", (c: Uint8Array) => out += new TextDecoder().decode(c));
+      p.child.stdin!.write(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: 1, clientCapabilities: {} },
+        }) + "\n",
+      );
+      for (let i = 0; i < 500 && !out.includes('"id":1'); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // The plugin loaded and printed before the answer: give its messages time to arrive.
+      await new Promise((r) => setTimeout(r, 300));
+      p.child.stdin!.end();
+      await p.exited;
+      const lines = out.split("\n").filter((l) => l !== "");
+      expect(lines.length).toBe(1);
+      expect(JSON.parse(lines[0])).toMatchObject({ jsonrpc: "2.0", id: 1 });
+      const err = p.stderr();
+      expect(err).toContain(`turnguard: plugin ${join(s.dir, "chatty.ts")}: hello from the plugin`);
+      expect(err).toContain(`turnguard: plugin ${join(s.dir, "chatty.ts")}: {not json`);
+      expect(err).not.toContain(key);
+      expect(err).not.toContain("\x1b");
+    },
+    30_000,
+  );
 });
