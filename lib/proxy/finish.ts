@@ -56,7 +56,7 @@ export class TurnFinisher {
         this.state.log,
       )
     );
-    return this.#sent(ended, fallback);
+    return this.#sent(turn, ended, fallback);
   }
 
   /**
@@ -69,16 +69,22 @@ export class TurnFinisher {
       line: null,
       unread: note,
     };
-    return this.#sent(endTurn(input, this.steps, this.retries, this.state.log), null);
+    return this.#sent(turn, endTurn(input, this.steps, this.retries, this.state.log), null);
   }
 
+  /** The bytes to send; the turn's prompt copy is freed unless a retry holds it. */
   #sent(
-    ended: Promise<{ send: Uint8Array | null }>,
+    turn: Turn,
+    ended: Promise<{ send: Uint8Array | null; held: boolean }>,
     fallback: Uint8Array | null,
   ): Promise<Uint8Array | null> {
     return ended.then(
-      (result) => result.send,
+      (result) => {
+        if (!result.held) this.state.turns.releasePrompt(turn);
+        return result.send;
+      },
       (err) => {
+        this.state.turns.releasePrompt(turn);
         this.state.guard.failed("the turn's end", err);
         return fallback;
       },
