@@ -8,7 +8,7 @@ import { closestName, HelpRequest } from "./lib/cli/args.ts";
 import { HELP, versionLine } from "./lib/cli/help.ts";
 import { stdioIdle, stdout } from "./lib/io/stdio.ts";
 import { dirVarProblems } from "./lib/io/env_dirs.ts";
-import { warnLine } from "./lib/io/output.ts";
+import { captureStrayOutput, warnLine } from "./lib/io/output.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
@@ -87,6 +87,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
+  captureStrayOutput();
   const code = await main(process.argv.slice(2));
   process.exitCode = code;
   // Let pending output drain, then leave even if a stray handle is open.

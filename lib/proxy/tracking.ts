@@ -40,7 +40,8 @@ export function startTurn(
     sessionId: prompt.sessionId,
     requestId: prompt.id,
     requestIdLexeme: prompt.idLexeme,
-    promptLine: prompt.line.slice(),
+    // Kept only when a retry can use it, and then within the budget of prompt copies.
+    promptLine: opts.retryWaits ? state.turns.keepPrompt(prompt.line) : null,
     promptMeta: prompt.meta,
     startedAt: now,
     snapshot: snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
@@ -96,8 +97,12 @@ export function refuse(
   line: Uint8Array,
 ): Verdict {
   const max = state.opts.maxPending ?? DEFAULT_MAX_PENDING;
-  const message = `turnguard: too many requests in flight (${max}); this one was not forwarded`;
-  state.log(`refused ${from} request ${idKey(id)}: ${max} requests in flight`);
+  const pending = from === "client" ? state.clientPending : state.agentPending;
+  const what = pending.size >= max
+    ? `${max}`
+    : `${pending.size}, holding ${pending.bytes} bytes of ids`;
+  const message = `turnguard: too many requests in flight (${what}); this one was not forwarded`;
+  state.log(`refused ${from} request ${idKey(id)}: ${what} requests in flight`);
   const answer = encodeResponse(
     errorResponse(id, message, overloadData(message)),
     idLexemeOf(line, id),

@@ -9,8 +9,9 @@ import { buildOutcome, type OutcomeParts } from "../core/build_outcome.ts";
 import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
-import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
+import { findLogCause, readTurnLogs, snapshotProfileLogs } from "../cause/log_cause.ts";
 import { readNotices } from "../cause/notices.ts";
+import { ReadBudget } from "../io/bounded_read.ts";
 import type { LogFs } from "../io/logfs.ts";
 import type { Outcome } from "../core/outcome.ts";
 import type { Classifier } from "../cause/classifier.ts";
@@ -182,16 +183,17 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     return spawnFailure(opts, exit.error, startedAt, endedAt, diagnostics);
   }
 
+  // The logs are read off the main thread, within the turn's read budget.
+  const scan = await readTurnLogs(opts.profile, snapshot, startedAt, new ReadBudget(), opts.fs);
   // One code plugin budget for everything that decides the turn.
   const { log, agentError } = withPluginBudget(() => {
     const log = findLogCause({
       snapshot,
-      spawnedAt: startedAt,
+      scan,
       pid: exit.pid ?? null,
       profile: opts.profile,
       classifier: opts.classifier,
       now: endedAt,
-      fs: opts.fs,
     });
     diagnostics.push(...log.diagnostics);
     const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
