@@ -34,7 +34,7 @@ JIT_POLICY := 10
 # (variables the agent would inherit, TURNGUARD_CONFIG among them) and its bunfig.toml.
 NO_AUTOLOAD := --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-$(DIST): setup lib/config/embedded_config.json lib/cause/vocabulary.json $(SOURCES)
+$(DIST): node_modules/.installed lib/config/embedded_config.json lib/cause/vocabulary.json $(SOURCES)
 	@mkdir -p dist
 	$(BUN) build --compile --minify --bytecode --format=esm --splitting \
 	  --compile-jit-policy $(JIT_POLICY) $(NO_AUTOLOAD) main.ts --outfile $(DIST)

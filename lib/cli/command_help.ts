@@ -66,9 +66,14 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
   proxy: {
     summary: "A transparent ACP stdio proxy: an editor or bridge spawns it instead of the " +
       "agent; every turn gets its true outcome, a swallowed backend failure an error response.",
-    usage: "turnguard proxy [OPTIONS] -- AGENT_CMD [ARGS...]",
+    usage: "turnguard proxy [OPTIONS] -- AGENT_CMD [ARGS...]\n" +
+      "       turnguard proxy --chain [OPTIONS]   (a link of a conductor's proxy chain)",
     flags: {
       agent: "the agent profile (default: chosen by the command's basename, else generic)",
+      chain: "be a link of an ACP conductor's proxy chain: the successor is reached " +
+        "through the conductor, no agent command (docs/PROXY.md)",
+      profile: "the agent profile, as --agent; in a chain, names the agent whose logs and " +
+        "session records are read (default: none are read)",
       config: CONFIG,
       "outcome-file": "append each turn's Outcome as one JSON line to this file",
       "turn-timeout": "cancel a turn silent for S seconds and answer it with an error " +

@@ -8,6 +8,7 @@ import { UsageError } from "../errors.ts";
 import type { Outcome } from "../core/outcome.ts";
 import { openOutcomeFile } from "./outcome_file.ts";
 import { DEFAULT_GRACE_MS, runProxy } from "../proxy/proxy.ts";
+import { runChainProxy } from "../proxy/chain.ts";
 import { MAX_TIMER_MS } from "../io/timer_delay.ts";
 import { proxyPublishContext, PUBLISH_OPTIONS } from "./publish_flags.ts";
 import {
@@ -28,6 +29,8 @@ import { warnLine } from "../io/output.ts";
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
   agent: { type: "string" },
+  profile: { type: "string" },
+  chain: { type: "boolean" },
   config: { type: "string" },
   "outcome-file": { type: "string" },
   "turn-timeout": { type: "string" },
@@ -40,6 +43,9 @@ export const PROXY_OPTIONS = {
   ...PUBLISH_OPTIONS,
   ...JOURNAL_OPTIONS,
 } satisfies OptionSpec;
+
+/** The generic profile of a chain link given no `--profile` (it reads no logs). */
+const CHAIN_PROFILE = "chain";
 
 /** Parses `--max-line-bytes`: a whole number of bytes, at least 1. */
 export function parseByteCount(flag: string, value: string | undefined): number | undefined {
@@ -55,11 +61,25 @@ export function parseByteCount(flag: string, value: string | undefined): number 
 export async function proxyCommand(argv: string[]): Promise<number> {
   const { own, command } = splitCommand(argv, PROXY_OPTIONS);
   const { values } = parseOptions("proxy", own, PROXY_OPTIONS);
-  if (command.length === 0) {
+  const chain = values.chain === true;
+  if (chain && command.length > 0) {
+    throw new UsageError(
+      "--chain: the successor is the conductor's; give no agent command (turnguard proxy --chain [OPTIONS])",
+    );
+  }
+  if (!chain && command.length === 0) {
     throw new UsageError(
       "proxy: missing the agent command (turnguard proxy [OPTIONS] -- AGENT_CMD [ARGS...])",
     );
   }
+  if (
+    values.agent !== undefined && values.profile !== undefined && values.agent !== values.profile
+  ) {
+    throw new UsageError(
+      `--profile ${values.profile}: --agent names another profile (${values.agent})`,
+    );
+  }
+  const profileName = values.profile ?? values.agent;
   const timeout = parseSeconds("--turn-timeout", values["turn-timeout"]);
   if (timeout === 0) throw new UsageError(`--turn-timeout: must be more than 0 seconds`);
   const grace = parseSeconds("--grace", values.grace);
@@ -74,7 +94,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const env = envRecord();
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
-  const profile = selectProfile(registry, values.agent, command[0]);
+  // In a chain without a profile, none is read: a generic one named for the mode.
+  const profile = selectProfile(registry, profileName, command[0] ?? CHAIN_PROFILE);
   const warn = warnLine;
   const publish = proxyPublishContext({
     values,
@@ -105,8 +126,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     }
     : undefined;
   try {
-    const result = await runProxy({
-      command: command[0],
+    const result = await (chain ? runChainProxy : runProxy)({
+      command: command[0] ?? CHAIN_PROFILE,
       args: command.slice(1),
       profile,
       classifier: profileClassifier(registry, profile),

@@ -60,6 +60,14 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
   }
 }
 
+/**
+ * Runs the proxy with an agent it did not start: a chain link's successor, reached through
+ * the conductor (lib/proxy/chain.ts). Ends when `agent` says it exited.
+ */
+export function runWithAgent(opts: ProxyOptions, agent: AgentProcess): Promise<ProxyResult> {
+  return new Proxy(opts, agent).run();
+}
+
 /** The agent did not start: the client's first requests get the reason (proxy/unstarted.ts). */
 async function spawnFailure(opts: ProxyOptions, err: unknown): Promise<ProxyResult> {
   const { exitCode, message } = commandProblem(opts.command, err, opts.env, opts.cwd);
