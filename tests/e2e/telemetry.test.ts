@@ -450,6 +450,24 @@ describe("turnguard proxy exports each turn, one trace per turn", () => {
     expect(r.logs.map((l) => l.severityText)).toEqual(["INFO"]);
   }, 60_000);
 
+  test("a key in the agent's stopReason is redacted on its way out", async () => {
+    const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123";
+    const r = await receiver();
+    const s = scratch();
+    const p = track(binaryProxy(s, [], { OTEL_EXPORTER_OTLP_ENDPOINT: r.url }));
+    await withClient(p, async (ctx) => {
+      const id = await openSession(ctx);
+      // The client may refuse a stop reason it does not know; the turn is exported anyway.
+      await prompt(ctx, id, `stop ${key}`).catch(() => null);
+    });
+    await p.exited;
+    expect(r.rejected).toEqual([]);
+    const [turn] = r.spans.filter((x) => x.name === "invoke_agent fake");
+    expect(turn.attributes["turnguard.stop_reason"]).toBe("[REDACTED:anthropic]");
+    expect(turn.attributes["gen_ai.response.finish_reasons"]).toEqual(["[REDACTED:anthropic]"]);
+    expect(r.raw.join("\n")).not.toContain("abcdefghijklmnopqrstuvwxyz0123");
+  }, 60_000);
+
   test("a collector that never answers: every prompt answered, exit within the bound", async () => {
     const r = await receiver("silent");
     const s = scratch();
