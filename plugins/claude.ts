@@ -50,6 +50,19 @@ const USAGE_LIMIT =
 /** `Claude AI usage limit reached|<epoch seconds>`. */
 const LIMIT_EPOCH = /usage limit reached\|(\d{9,11})\b/i;
 
+/**
+ * The category of an error Claude Code files under `kind` with the words `cause`: a usage
+ * or billing limit whatever the kind; for a kind that only says "something failed" what
+ * its words say (a transport failure filed as `server_error`: "API Error: Connection
+ * refused ... (ECONNREFUSED)", "Request timed out"); else the kind's. The error-kind anchor
+ * and the transcript reader (plugins/claude_records.ts) read it alike.
+ */
+export function kindCategory(kind: string, cause: string): Category | undefined {
+  if (USAGE_LIMIT.test(cause)) return "quota";
+  return (GENERIC_KINDS.has(kind) ? wordCategory(cause) : undefined) ??
+    ERROR_KIND_CATEGORY[kind];
+}
+
 function dataKind(data: unknown): string | undefined {
   if (typeof data !== "object" || data === null) return undefined;
   const kind = (data as Record<string, unknown>).errorKind;
@@ -80,10 +93,7 @@ export default definePlugin({
         // The kind is the adapter's wrapper: a transport failure it files as `server_error`
         // ("API Error: Connection refused ... (ECONNREFUSED)", "Request timed out") is what
         // its words say.
-        const category = USAGE_LIMIT.test(cause)
-          ? "quota"
-          : (GENERIC_KINDS.has(kind) ? wordCategory(cause) : undefined) ??
-            ERROR_KIND_CATEGORY[kind];
+        const category = kindCategory(kind, cause);
         if (category !== undefined) hit.category = category;
         if (reading.provider?.status !== undefined) hit.code = reading.provider.status;
         const retry = epochRetry(cause);

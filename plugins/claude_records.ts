@@ -16,7 +16,7 @@
  */
 import type { Category } from "../lib/core/outcome.ts";
 import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
-import { ERROR_KIND_CATEGORY } from "./claude.ts";
+import { kindCategory } from "./claude.ts";
 import { contentText, obj, statusIn, str } from "./records.ts";
 
 /** The words of a retried API error as the record holds it (an APIError serialized). */
@@ -59,7 +59,7 @@ export function readClaudeRecord(value: unknown): RecordEvent | null {
         const kind = str(record.error);
         const cause = text.trim() || "API Error";
         if (kind === "max_output_tokens") return { kind: "stop", stopReason: "max_tokens", cause };
-        const category: Category | undefined = kind ? ERROR_KIND_CATEGORY[kind] : undefined;
+        const category: Category | undefined = kind ? kindCategory(kind, cause) : undefined;
         const code = statusIn(cause);
         return {
           kind: "error",

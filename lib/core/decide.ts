@@ -170,16 +170,19 @@ function sharpen(agent: Cause, better: readonly (Cause | null)[], log: Cause | n
  * evidence wins): an error its session records hold that names its category or the
  * provider's own code outranks the wire's status and words (qwen-code answers a spent quota
  * as JSON-RPC 429 "Rate limit exceeded"; its chat file holds `insufficient_quota`); else a
- * generic or wrapper error takes the records', the streamed text's or the log's cause.
+ * generic or wrapper error takes the records', the streamed text's or the log's cause. When
+ * the records name the category the agent's error already has, the agent's error stands.
  */
 function refine(agent: Cause, f: TurnFacts, notes: string[]): Cause {
   const recorded = f.records?.error ?? null;
-  if (recorded && f.records?.errorSpecific && recorded.error.category !== "unknown") {
-    if (recorded.error.category !== agent.error.category) {
-      notes.push(
-        `the agent reported ${agent.error.category} (${agent.error.message}); its records hold the more specific cause: ${recorded.error.category}`,
-      );
-    }
+  const category = recorded?.error.category;
+  if (
+    recorded && f.records?.errorSpecific && category !== "unknown" &&
+    category !== agent.error.category
+  ) {
+    notes.push(
+      `the agent reported ${agent.error.category} (${agent.error.message}); its records hold the more specific cause: ${category}`,
+    );
     return recorded;
   }
   return sharpen(agent, [recorded, f.textCause ?? null], f.logCause);
