@@ -64,8 +64,27 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
  * Runs the proxy with an agent it did not start: a chain link's successor, reached through
  * the conductor (lib/proxy/chain.ts). Ends when `agent` says it exited.
  */
-export function runWithAgent(opts: ProxyOptions, agent: AgentProcess): Promise<ProxyResult> {
-  return new Proxy(opts, agent).run();
+export async function runWithAgent(
+  opts: ProxyOptions,
+  agent: AgentProcess,
+): Promise<ProxyResult> {
+  // No process of its own to stop, but the same signals: SIGTERM finishes the link now.
+  let proxy: Proxy | null = null;
+  let early = false;
+  const owner = new AgentOwner({
+    ownGroup: false,
+    graceMs: timerDelay(opts.graceMs ?? DEFAULT_GRACE_MS),
+    keepDaemons: true,
+    signals: opts.forwardSignals !== false,
+    onSignal: () => proxy ? proxy.signalled() : (early = true),
+    log: opts.verbose ? (line) => opts.stderr.write(`turnguard: ${line}\n`) : undefined,
+  });
+  try {
+    proxy = new Proxy(opts, agent, owner, early);
+    return await proxy.run();
+  } finally {
+    await owner.end();
+  }
 }
 
 /** The agent did not start: the client's first requests get the reason (proxy/unstarted.ts). */
