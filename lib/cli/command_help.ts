@@ -76,6 +76,9 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
         "session records are read (default: none are read)",
       config: CONFIG,
       "outcome-file": "append each turn's Outcome as one JSON line to this file",
+      record: "write the session as a recording to FILE (0600) for `turnguard replay`: the " +
+        "whole wire, prompts and replies included, the agent's stderr, and what its logs " +
+        "and session records gained under HOME (docs/PLUGINS.md)",
       "turn-timeout": "cancel a turn silent for S seconds and answer it with an error " +
         "(default: none)",
       "rewrite-errors": "rewrite the agent's own error responses with the decided cause",

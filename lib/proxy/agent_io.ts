@@ -20,6 +20,7 @@ import type { Signallable } from "../agent/signals.ts";
 import type { StdStream } from "../io/stdio.ts";
 import { LoopTurn } from "../io/loop_turn.ts";
 import { type Libc, libc } from "../io/libc.ts";
+import type { WireTap } from "../record/recorder.ts";
 
 /** A stream of bytes the proxy reads, paused while what it feeds is full. */
 export interface ByteSource {
@@ -68,6 +69,8 @@ export interface AgentCommand {
   args: string[];
   env: Record<string, string | undefined>;
   cwd?: string;
+  /** `proxy --record`: sees the agent's stdout and stderr chunks before the proxy does. */
+  wireTap?: WireTap;
 }
 
 /**
@@ -85,6 +88,45 @@ export async function startAgent(
   const child = bun ? startBunAgent(launch, owner) : await startNodeAgent(launch, owner);
   if (!(child instanceof Error)) owner.attach(child);
   return child;
+}
+
+/**
+ * `source` with `onChunk` told each chunk before its reader, and `onEnd` its end (the
+ * recorder of `proxy --record` tees the wire here).
+ */
+export function tappedSource(
+  source: ByteSource,
+  onChunk: (chunk: Uint8Array) => void,
+  onEnd: () => void = () => {},
+): ByteSource {
+  return {
+    start(onData, end = () => {}) {
+      source.start((chunk) => {
+        onChunk(chunk);
+        onData(chunk);
+      }, () => {
+        onEnd();
+        end();
+      });
+    },
+    pause: () => source.pause(),
+    resume: () => source.resume(),
+    stop: () => source.stop(),
+    ...(source.watchHangUp ? { watchHangUp: (f: () => void) => source.watchHangUp!(f) } : {}),
+  };
+}
+
+/** The agent's stdout and stderr, teed to `tap` when there is one. */
+function agentSources(
+  stdout: ByteSource,
+  stderr: ByteSource,
+  tap: WireTap | undefined,
+): { stdout: ByteSource; stderr: ByteSource } {
+  if (!tap) return { stdout, stderr };
+  return {
+    stdout: tappedSource(stdout, (c) => tap.fromAgent(c)),
+    stderr: tappedSource(stderr, (c) => tap.agentStderr(c)),
+  };
 }
 
 // ---------------------------------------------------------------- the portable path
@@ -157,8 +199,7 @@ async function startNodeAgent(
     },
     kill: (signal) => child.kill(signal),
     stdin: child.stdin!,
-    stdout: nodeSource(child.stdout!),
-    stderr: nodeSource(child.stderr!),
+    ...agentSources(nodeSource(child.stdout!), nodeSource(child.stderr!), launch.wireTap),
     exited: async () => {
       const { code, signal } = await exited;
       return { code, signal };
@@ -381,8 +422,7 @@ function startBunAgent(launch: AgentCommand, owner: AgentOwner): AgentProcess | 
     },
     kill: (signal) => child.kill(signal),
     stdin: new FileSinkWriter(child.stdin),
-    stdout,
-    stderr,
+    ...agentSources(stdout, stderr, launch.wireTap),
     exited: async () => {
       await child.exited;
       await owner.afterExit([stdout, stderr], Promise.all([stdout.done, stderr.done]));

@@ -9,6 +9,7 @@
 import { commandProblem } from "../agent/spawn_problem.ts";
 import { DEFAULT_INSPECT_LIMIT, LineSplitter } from "../acp/lines.ts";
 import { PendingRequests } from "../acp/tracker.ts";
+import { SessionCwds } from "../acp/session_cwds.ts";
 import { signalExitCode } from "../agent/signals.ts";
 import { AgentOwner } from "../agent/owner.ts";
 import { type AgentProcess, type ByteSource, byteSource, startAgent } from "./agent_io.ts";
@@ -142,6 +143,7 @@ class Proxy {
       turns: new Turns(),
       clientPending: new PendingRequests(max),
       agentPending: new PendingRequests(max),
+      sessionCwds: new SessionCwds(),
       keepText: opts.keepReplyText !== false
         ? "reply"
         : opts.classifier.text.length > 0

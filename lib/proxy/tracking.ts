@@ -44,7 +44,13 @@ export function startTurn(
     promptLine: opts.retryWaits ? state.turns.keepPrompt(prompt.line) : null,
     promptMeta: prompt.meta,
     startedAt: now,
-    snapshot: snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
+    snapshot: snapshotProfileLogs(
+      opts.profile,
+      opts.env,
+      now,
+      opts.fs,
+      sessionCwd(state, prompt.sessionId),
+    ),
     records: snapshotRecords(state, prompt.sessionId, now),
     trackToolCalls: publishArmed(steps),
     keepText: state.keepText,
@@ -68,7 +74,7 @@ export function restartTurn(state: ProxyState, failed: Turn, attempt: number, no
     failed,
     attempt,
     now,
-    snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
+    snapshotProfileLogs(opts.profile, opts.env, now, opts.fs, sessionCwd(state, failed.sessionId)),
     snapshotRecords(state, failed.sessionId, now),
   );
   state.clientPending.add(turn.requestId, "session/prompt", turn.sessionId);
@@ -83,7 +89,15 @@ function snapshotRecords(
 ): RecordsSnapshot | null {
   const { profile, env, fs } = state.opts;
   if (!profile.sessionRecords?.length) return null;
-  return snapshotSessionRecords(profile, env, sessionId, now, fs);
+  return snapshotSessionRecords(profile, env, sessionId, now, fs, sessionCwd(state, sessionId));
+}
+
+/**
+ * `{cwd}` for a session's turns: the cwd the client opened (or loaded) it with, else the
+ * agent's own working directory.
+ */
+export function sessionCwd(state: ProxyState, sessionId: string): string {
+  return state.sessionCwds.get(sessionId) ?? state.opts.cwd ?? process.cwd();
 }
 
 /**
