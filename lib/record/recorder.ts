@@ -14,11 +14,14 @@
  * Outcome is made (so a late write lands after the response, at the time it was seen), and
  * at the end. A file outside HOME is not recorded (a `meta` line says so, once).
  *
- * Looks read through the bounded reader (lib/io/bounded_read.ts) on the runtime's thread
- * pool, never on the relay's thread; each look within its own budget (DEFAULT_READ_LIMITS:
+ * A look lists the files and takes their sizes on the relay's thread (directory listings
+ * and `lstat`, no file opened: what the proxy's own snapshots do), then reads the bytes up
+ * to those sizes through the bounded reader (lib/io/bounded_read.ts) on the runtime's thread
+ * pool, never on the relay's thread, each look within its own budget (DEFAULT_READ_LIMITS:
  * 64 files, 4 MiB, 2 s; what does not fit is said in a `meta` line). The wire is never held
  * for a look: the recording keeps its order (a look's writes before the agent line it was
- * taken for) by writing its events in sequence, each when its look settled.
+ * taken for) by writing its events in sequence, each when its look settled; the lines that
+ * come while a look reads wait in memory, behind one shared next look.
  *
  * The recording holds the full wire, prompts and replies included: it is created 0600
  * (lib/io/private_file.ts), and a user shares it knowing that.
@@ -83,15 +86,16 @@ class Lines {
   constructor(readonly onLine: (line: string, cut: boolean) => void) {}
 
   push(chunk: Uint8Array): void {
-    let text = this.#decoder.decode(chunk, { stream: true });
-    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n")) {
-      this.#add(text.slice(0, nl));
+    const text = this.#decoder.decode(chunk, { stream: true });
+    let from = 0;
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", from)) {
+      this.#add(text.slice(from, nl));
       this.onLine(this.#text, this.#cut);
       this.#text = "";
       this.#cut = false;
-      text = text.slice(nl + 1);
+      from = nl + 1;
     }
-    this.#add(text);
+    this.#add(text.slice(from));
   }
 
   /** The last line, when it had no newline. */
@@ -142,6 +146,8 @@ export class Recorder implements WireTap {
   /** The last look scheduled; a look not yet started is shared by the lines after it. */
   #lastLook: Promise<unknown> = Promise.resolve();
   #lookWaiting = false;
+  /** Events waiting behind a look. */
+  #pending = 0;
   #failed = false;
   #closed = false;
   #gen = 0;
@@ -356,17 +362,12 @@ export class Recorder implements WireTap {
 
   /** Puts events in the sequence: written once everything before them was. */
   #enqueue(lines: string[] | Promise<string[]>): void {
-    if (Array.isArray(lines) && this.#idle) return this.#write(lines);
+    if (Array.isArray(lines) && this.#pending === 0) return this.#write(lines);
     this.#pending++;
     this.#tail = this.#tail.then(() => lines).then(
       (l) => this.#write(l),
       (err) => this.#write([event(this.#now() - this.#t0, "meta", `a look failed: ${err}`)]),
     ).finally(() => void this.#pending--);
-  }
-
-  #pending = 0;
-  get #idle(): boolean {
-    return this.#pending === 0;
   }
 
   #write(lines: string[]): void {
