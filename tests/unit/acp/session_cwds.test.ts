@@ -1,6 +1,6 @@
 /** SessionCwds: each session's cwd from `session/new` (by its answer) and `session/load`. */
 import { describe, expect, test } from "bun:test";
-import { SessionCwds } from "../../lib/acp/session_cwds.ts";
+import { SessionCwds } from "../../../lib/acp/session_cwds.ts";
 
 describe("SessionCwds", () => {
   test("session/new's cwd goes to the session its answer names; session/load's at once", () => {

@@ -8,8 +8,8 @@ import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Recorder } from "../../lib/record/recorder.ts";
-import { parseTranscript } from "../../lib/record/transcript.ts";
+import { Recorder } from "../../../lib/record/recorder.ts";
+import { parseTranscript } from "../../../lib/record/transcript.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
