@@ -9,19 +9,21 @@
  * evidence readers read: the profile's `logs` and, for each session with a turn running,
  * its `session_records` (templates expanded with the session's cwd and id). Each look
  * records the bytes a file gained since the last look (`append`), counted from the size the
- * file had when the turn started, or the whole file when it was replaced or shrank. A look
- * is taken before each line the agent sends while a turn runs, once more when the turn's
- * Outcome is made (so a late write lands after the response, at the time it was seen), and
+ * file had when the first turn that reads it started, or the whole file when it was
+ * replaced or shrank. A look is taken before each line the agent sends while a turn runs,
+ * once more when the turn's Outcome is made (so a late write lands after the response, at
+ * the time it was seen), before each prompt (a write that came after the last Outcome), and
  * at the end. A file outside HOME is not recorded (a `meta` line says so, once).
  *
- * A look lists the files and takes their sizes on the relay's thread (directory listings
- * and `lstat`, no file opened: what the proxy's own snapshots do), then reads the bytes up
- * to those sizes through the bounded reader (lib/io/bounded_read.ts) on the runtime's thread
- * pool, never on the relay's thread, each look within its own budget (DEFAULT_READ_LIMITS:
- * 64 files, 4 MiB, 2 s; what does not fit is said in a `meta` line). The wire is never held
- * for a look: the recording keeps its order (a look's writes before the agent line it was
- * taken for) by writing its events in sequence, each when its look settled; the lines that
- * come while a look reads wait in memory, behind one shared next look.
+ * A look lists the files and takes their sizes at its moment, on the relay's thread
+ * (directory listings and `lstat`, no file opened: what the proxy's own snapshots do), then,
+ * when a file grew, reads the bytes up to those sizes through the bounded reader
+ * (lib/io/bounded_read.ts) on the runtime's thread pool, never on the relay's thread, each
+ * look within its own budget (DEFAULT_READ_LIMITS: 64 files, 4 MiB, 2 s; what does not fit
+ * is said in a `meta` line). The wire is never held for a look: the recording keeps its
+ * order (a look's writes before the agent line it was taken for) by writing its events in
+ * sequence, each when its read settled; the lines that come while a read runs wait in
+ * memory.
  *
  * The recording holds the full wire, prompts and replies included: it is created 0600
  * (lib/io/private_file.ts), and a user shares it knowing that.
@@ -143,9 +145,10 @@ export class Recorder implements WireTap {
   readonly #stderr: Lines;
   /** The events in recording order; each resolves to its lines once known. */
   #tail: Promise<void> = Promise.resolve();
-  /** The last look scheduled; a look not yet started is shared by the lines after it. */
+  /** The last look; each reads after the one before it. */
   #lastLook: Promise<unknown> = Promise.resolve();
-  #lookWaiting = false;
+  /** Each file's size at the last look that saw it. */
+  readonly #seen = new Map<string, number>();
   /** Events waiting behind a look. */
   #pending = 0;
   #failed = false;
@@ -232,18 +235,21 @@ export class Recorder implements WireTap {
   }
 
   #clientLine(line: string, cut: boolean): void {
-    this.#event("c2a", line, cut);
-    if (!line.includes('"session/')) return;
-    const m = parse(line);
-    if (!m || typeof m.method !== "string") return;
-    const id = idOf(m);
-    if (m.method === "session/new" && id !== undefined) this.#cwds.requested(id, m.params);
-    else if (m.method === "session/load" || m.method === "session/resume") {
-      this.#cwds.loaded(m.params);
-    } else if (m.method === "session/prompt" && isObject(m.params)) {
+    const m = line.includes('"session/') ? parse(line) : null;
+    const method = m?.method;
+    if (m && method === "session/prompt" && isObject(m.params)) {
       const sessionId = m.params.sessionId;
-      if (typeof sessionId === "string") this.#start(sessionId);
+      if (typeof sessionId === "string") {
+        this.#start(sessionId);
+        // What the files gained since the last look (a write after the last Outcome) goes
+        // before the prompt, where the proxy's snapshot for the new turn saw it.
+        this.#look(false);
+      }
     }
+    this.#event("c2a", line, cut);
+    const id = m ? idOf(m) : undefined;
+    if (method === "session/new" && id !== undefined) this.#cwds.requested(id, m!.params);
+    else if (method === "session/load" || method === "session/resume") this.#cwds.loaded(m!.params);
   }
 
   #agentLine(line: string, cut: boolean): void {
@@ -257,7 +263,10 @@ export class Recorder implements WireTap {
     }
   }
 
-  /** A prompt starts a turn of `sessionId`: its files' sizes now are where it starts. */
+  /**
+   * A prompt starts a turn of `sessionId`: a file not recorded yet is recorded from its
+   * size now (a file recorded before goes on from where its last look left it).
+   */
   #start(sessionId: string): void {
     const { sources, env } = this.#opts;
     const cwd = this.#cwds.get(sessionId) ?? this.#opts.cwd;
@@ -268,44 +277,44 @@ export class Recorder implements WireTap {
     this.#active.set(sessionId, { patterns, gen: ++this.#gen });
     const snapshot = takeSnapshot(patterns, this.#now(), this.#fs);
     for (const [path, st] of snapshot.files) {
-      this.#places.set(path, { dev: st.dev, ino: st.ino, offset: st.size });
+      if (!this.#places.has(path)) {
+        this.#places.set(path, { dev: st.dev, ino: st.ino, offset: st.size });
+      }
     }
   }
 
   /**
-   * Schedules a look at the files of the running turns (and, `final`, of every file
-   * recorded), its writes recorded at this place in the sequence. A look scheduled and
-   * not yet started serves the lines after it too.
+   * Looks at the files of the running turns (and, `final`, at every file recorded): their
+   * sizes now, taken on this thread (a listing and an `lstat` each, no file opened), and a
+   * read of what they gained up to those sizes, after the looks before it. Its writes are
+   * recorded at this place in the sequence. Nothing grew since the last look: no read.
    */
   #look(final: boolean): Promise<unknown> {
-    if (this.#lookWaiting && !final) return this.#lastLook;
-    this.#lookWaiting = true;
-    const look = this.#lastLook.then(() => {
-      this.#lookWaiting = false;
-      return this.#read(final);
-    });
+    const patterns = new Set<string>();
+    for (const a of this.#active.values()) for (const p of a.patterns) patterns.add(p);
+    const paths = new Set(listLogs([...patterns], this.#fs, [], false));
+    if (final) { for (const p of this.#places.keys()) paths.add(p); }
+    const sizes = new Map<string, number>();
+    let grew = false;
+    for (const path of paths) {
+      try {
+        const size = this.#fs.stat(path).size;
+        sizes.set(path, size);
+        if (this.#seen.get(path) !== size) grew = true;
+        this.#seen.set(path, size);
+      } catch { /* gone, or not there yet */ }
+    }
+    if (!grew && !final) return this.#lastLook;
+    const t = this.#now() - this.#t0;
+    const look = this.#lastLook.then(() => this.#read(sizes, final, t));
     this.#lastLook = look;
     this.#enqueue(look);
     return look;
   }
 
-  /** Reads what the watched files gained; the events to record. */
-  async #read(final: boolean): Promise<string[]> {
-    const patterns = new Set<string>();
-    for (const a of this.#active.values()) for (const p of a.patterns) patterns.add(p);
-    const diagnostics: string[] = [];
-    const paths = new Set(listLogs([...patterns], this.#fs, diagnostics, false));
-    if (final) { for (const p of this.#places.keys()) paths.add(p); }
-    // The sizes now (an lstat each, no file opened): what is read ends there, so a write
-    // made while the reads run waits for the next look, after the line it came after.
-    const sizes = new Map<string, number>();
-    for (const path of paths) {
-      try {
-        sizes.set(path, this.#fs.stat(path).size);
-      } catch { /* gone, or not there yet */ }
-    }
+  /** Reads what the files gained up to `sizes`; the events to record, at time `t`. */
+  async #read(sizes: Map<string, number>, final: boolean, t: number): Promise<string[]> {
     const budget = new ReadBudget(DEFAULT_READ_LIMITS, this.#now);
-    const t = this.#now() - this.#t0;
     const out: string[] = [];
     for (const path of [...sizes.keys()].sort()) {
       const rel = this.#homeRelative(path);
