@@ -120,6 +120,29 @@ describe("proxy --record, then replay --config", () => {
     });
   });
 
+  test("session/load's cwd names the session's folder too", async () => {
+    const s = scratch();
+    dirs.push(s.dir);
+    const p = startProxy(
+      s,
+      ["--config", CONFIG, "--agent", "scribe", "--outcome-file", s.outcomes],
+      ["node", join(SCRIBE, "agent.mjs")],
+      {},
+      [bin],
+    );
+    track(p);
+    await withClient(p, async (ctx) => {
+      await ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+      await ctx.request("session/load", { sessionId: "old-7", cwd: "/srv/app", mcpServers: [] });
+      await prompt(ctx, "old-7", "check my quota").catch(() => null);
+    });
+    await p.exited;
+    expect(readFileSync(join(s.home, ".scribe/sessions/-srv-app/old-7.jsonl"), "utf8")).toContain(
+      "insufficient_quota",
+    );
+    expect(verdicts(readOutcomes(s.outcomes))).toEqual([["old-7", 1, "failed", "quota"]]);
+  });
+
   test("--record names a directory: a usage error (125) before the agent starts", async () => {
     const s = scratch();
     dirs.push(s.dir);

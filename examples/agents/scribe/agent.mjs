@@ -11,6 +11,7 @@
 // only to the session file, and the turn ends `end_turn` with no text (a swallowed
 // failure). Any other prompt is answered "Hello from scribe." After each answer the agent
 // writes one more record (the turn's usage), a few milliseconds late, as agents do.
+// `session/load` opens the session it names in the cwd it gives (nothing is replayed).
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -66,11 +67,14 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   switch (m.method) {
     case "initialize":
       return reply(m.id, { protocolVersion: 1, agentCapabilities: {}, authMethods: [] });
-    case "session/new": {
-      const sessionId = `scribe-${sessions.size + 1}`;
+    case "session/new":
+    case "session/load": {
+      const sessionId = m.method === "session/load"
+        ? String(m.params?.sessionId)
+        : `scribe-${sessions.size + 1}`;
       const folder = String(m.params?.cwd ?? process.cwd()).replace(/[^A-Za-z0-9]/g, "-");
       sessions.set(sessionId, join(home, "sessions", folder, `${sessionId}.jsonl`));
-      return reply(m.id, { sessionId });
+      return reply(m.id, m.method === "session/load" ? {} : { sessionId });
     }
     case "session/prompt":
       return prompt(m.id, m.params);
