@@ -8,7 +8,7 @@ import { closestName, HelpRequest } from "./lib/cli/args.ts";
 import { HELP, versionLine } from "./lib/cli/help.ts";
 import { stdioIdle, stdout } from "./lib/io/stdio.ts";
 import { dirVarProblems } from "./lib/io/env_dirs.ts";
-import { warnLine } from "./lib/io/output.ts";
+import { captureStrayOutput, warnLine } from "./lib/io/output.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
@@ -53,6 +53,14 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   for (const problem of dirVarProblems(process.env)) warnLine(`turnguard: ${problem}`);
+  if (WRAPPERS.has(name)) {
+    // A wrapper finishes now on SIGINT/SIGTERM/SIGHUP/SIGQUIT in every state, from here on
+    // (while its config loads too; as PID 1 an unhandled SIGTERM would be ignored), and as
+    // PID 1 it reaps the orphans that are handed to it.
+    const { installFinishSignals } = await import("./lib/agent/finish.ts");
+    installFinishSignals();
+    if (process.pid === 1) void (await import("./lib/agent/reaper.ts")).reapOrphans();
+  }
   const command = COMMANDS[name];
   try {
     if (!command) {
@@ -79,6 +87,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
+  captureStrayOutput();
   const code = await main(process.argv.slice(2));
   process.exitCode = code;
   // Let pending output drain, then leave even if a stray handle is open.

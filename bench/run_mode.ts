@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { embeddedConfig, mergeConfigs, type Profile } from "../lib/config/config.ts";
-import { findLogCause, snapshotProfileLogs } from "../lib/cause/log_cause.ts";
+import { findLogCause, readTurnLogs, snapshotProfileLogs } from "../lib/cause/log_cause.ts";
 import { buildClassifier } from "../lib/cause/classifier.ts";
 import { AnchorSchema } from "../lib/plugin/api.ts";
 import { builtinPlugins } from "../lib/config/packs.ts";
@@ -63,7 +63,7 @@ try {
     const t1 = performance.now();
     const result = findLogCause({
       snapshot,
-      spawnedAt: Date.now(),
+      scan: await readTurnLogs(profile, snapshot, Date.now()),
       pid: 84,
       profile,
       classifier,

@@ -51,7 +51,7 @@ try {
     snapshots.push(performance.now() - t);
     appendFileSync(file, appended);
     t = performance.now();
-    const read = readSessionRecords(taken, Date.now() - 1000);
+    const read = await readSessionRecords(taken, Date.now() - 1000);
     foldRecordEvents(readRecordEvents(read.records, readers, []));
     reads.push(performance.now() - t);
   }

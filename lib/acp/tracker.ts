@@ -17,6 +17,19 @@ export interface PendingRequest {
   answered: boolean;
 }
 
+/** Default bytes the waiting requests of one side may hold: 64 MiB. */
+export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
+
+/**
+ * About how many bytes a waiting request holds: its id (as a value, as written and as a
+ * key), its method and its session id, in UTF-16 code units counted twice.
+ */
+function requestBytes(r: PendingRequest, key: string): number {
+  const id = typeof r.id === "string" ? r.id.length : 8;
+  return 2 * (id + r.idLexeme.length + key.length + r.method.length + (r.sessionId?.length ?? 0)) +
+    64;
+}
+
 /**
  * The requests one side sent that the other side has not answered yet. A peer may reuse an
  * id while its first request still waits: both are kept (a response answers the oldest),
@@ -25,17 +38,32 @@ export interface PendingRequest {
 export class PendingRequests {
   #byKey = new Map<string, PendingRequest[]>();
   #size = 0;
+  #bytes = 0;
   #perSession = new Map<string, number>();
   readonly #max: number;
+  readonly #maxBytes: number;
 
-  /** `max`: how many requests `full` lets in (the proxy refuses single-line requests past it). */
-  constructor(max = Infinity) {
+  /**
+   * `max`: how many requests `full` lets in (the proxy refuses single-line requests past
+   * it); `maxBytes`: how many bytes their ids, methods and sessions may hold (a peer picks
+   * their length: an id may be a string of megabytes).
+   */
+  constructor(max = Infinity, maxBytes = DEFAULT_PENDING_BYTES) {
     this.#max = max;
+    this.#maxBytes = maxBytes;
   }
 
-  /** True when `max` requests wait: the proxy answers a new one itself instead of sending it. */
+  /**
+   * True when `max` requests wait or they hold `maxBytes`: the proxy answers a new one
+   * itself instead of sending it. (So what they hold is at most `maxBytes` and one request.)
+   */
   get full(): boolean {
-    return this.#size >= this.#max;
+    return this.#size >= this.#max || this.#bytes >= this.#maxBytes;
+  }
+
+  /** Bytes the waiting requests hold (see requestBytes). */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Records a request (behind any still waiting under the same id). */
@@ -47,6 +75,7 @@ export class PendingRequests {
   ): PendingRequest {
     const request: PendingRequest = { id, method, sessionId, idLexeme, answered: false };
     const key = idKey(id);
+    this.#bytes += requestBytes(request, key);
     const same = this.#byKey.get(key);
     if (same) same.push(request);
     else this.#byKey.set(key, [request]);
@@ -70,6 +99,7 @@ export class PendingRequests {
     const request = same.shift()!;
     if (same.length === 0) this.#byKey.delete(key);
     this.#size--;
+    this.#bytes -= requestBytes(request, key);
     if (request.sessionId !== null) {
       const n = (this.#perSession.get(request.sessionId) ?? 1) - 1;
       if (n > 0) this.#perSession.set(request.sessionId, n);

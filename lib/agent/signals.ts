@@ -1,8 +1,7 @@
 /**
- * Signal names and numbers, forwarding of a wrapper's signals to its child, and the
- * child's process group: the agent runs as the leader of a group of its own (spawned
- * `detached`), so its signals, and the stop on every exit path, reach the processes it
- * started too.
+ * Signal names and numbers, and the child's process group: the agent runs as the leader
+ * of a group of its own (spawned `detached`), so the signals turnguard forwards to it, and
+ * its stop on every way out (lib/agent/owner.ts), reach the processes it started too.
  */
 import { stdinIsTerminal } from "../io/terminal.ts";
 
@@ -32,63 +31,6 @@ export interface Signallable {
 }
 
 /**
- * Forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to `child` until the returned function is
- * called. `onSignal` is told of each one (the turn counts as cancelled).
- */
-export function forwardSignals(
-  child: Signallable,
-  onSignal: (signal: ForwardedSignal) => void,
-): () => void {
-  const handlers = FORWARDED_SIGNALS.map((signal) => {
-    const handler = () => {
-      onSignal(signal);
-      if (child.exitCode === null && child.signalCode === null) killGroup(child, signal);
-    };
-    process.on(signal, handler);
-    return [signal, handler] as const;
-  });
-  return () => {
-    for (const [signal, handler] of handlers) process.off(signal, handler);
-  };
-}
-
-/**
- * Forwards the signals from before the child exists: installed before it is spawned (a
- * signal that arrives while it starts must not kill turnguard and leave it behind), each
- * one is passed on once `attach` names the child. `stop` removes the handlers.
- */
-export function forwardSignalsFromSpawn(
-  onSignal: (signal: ForwardedSignal) => void,
-): { attach(child: Signallable): void; stop(): void } {
-  let target: Signallable | null = null;
-  const waiting: ForwardedSignal[] = [];
-  const stop = forwardSignals({
-    get pid() {
-      return target?.pid;
-    },
-    get exitCode() {
-      return target ? target.exitCode : null;
-    },
-    get signalCode() {
-      return target ? target.signalCode : null;
-    },
-    kill(signal: NodeJS.Signals) {
-      if (target) killGroup(target, signal);
-    },
-  }, (signal) => {
-    onSignal(signal);
-    if (!target) waiting.push(signal);
-  });
-  return {
-    attach(child) {
-      target = child;
-      for (const signal of waiting.splice(0)) killGroup(child, signal);
-    },
-    stop,
-  };
-}
-
-/**
  * Whether `run` starts the agent in a process group of its own: yes, unless stdin is a
  * terminal (a new session would cut the agent off it). The proxy's agent always is.
  */
@@ -113,18 +55,13 @@ export function killGroup(child: Signallable, signal: NodeJS.Signals): void {
   } catch { /* already gone */ }
 }
 
-/**
- * Stops the child's process group on every way out of turnguard: at `process.exit` (an
- * error, the end of main) and when `stop` is called after the agent exited (what it
- * started and left behind goes with it, as under tini). Returns `stop`. SIGKILL of
- * turnguard itself cannot be caught: the group then outlives it (a known limit; the
- * proxy's agent still sees its stdin close).
- */
-export function stopGroupOnExit(child: Signallable): () => void {
-  const stop = () => killGroup(child, "SIGTERM");
-  process.on("exit", stop);
-  return () => {
-    process.off("exit", stop);
-    stop();
-  };
+/** Whether any process of the child's group still exists (zombies count until reaped). */
+export function groupAlive(child: Signallable): boolean {
+  if (child.pid === undefined) return false;
+  try {
+    process.kill(-child.pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

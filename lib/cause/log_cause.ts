@@ -1,5 +1,6 @@
 /**
- * The turn's log cause: snapshot before the turn, then scan what it appended, keep the
+ * The turn's log cause: snapshot before the turn, then read what it appended (readTurnLogs,
+ * asynchronous, within the turn's read budget), keep the
  * agent's own lines, find the terminal cause with the profile's anchors and classify it.
  * Shared by `turnguard run` and `turnguard proxy`.
  */
@@ -8,10 +9,11 @@ import { attributeLines, type LogLine, splitLines } from "./attribution.ts";
 import { classify } from "./classify.ts";
 import type { Cause } from "../core/decide.ts";
 import { expandPatterns } from "../io/glob.ts";
+import { ReadBudget } from "../io/bounded_read.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import type { Classifier } from "./classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
-import { scanAppended } from "./scan.ts";
+import { scanAppended, type ScanResult } from "./scan.ts";
 import { type Snapshot, takeSnapshot } from "./snapshot.ts";
 
 /** Where a profile's agent logs, as the log reader needs it (lib/config/config.ts's Profile). */
@@ -45,21 +47,37 @@ export interface LogCauseResult {
   diagnostics: string[];
 }
 
+/**
+ * Reads what the turn appended to the profile's logs (lib/cause/scan.ts), within the turn's
+ * read budget, on the runtime's thread pool; findLogCause then decides on it.
+ */
+export function readTurnLogs(
+  profile: LogSources,
+  snapshot: Snapshot,
+  spawnedAt: number,
+  budget: ReadBudget = new ReadBudget(),
+  fs: LogFs = nodeLogFs,
+): Promise<ScanResult> {
+  if (profile.logs.length === 0) return Promise.resolve({ chunks: [], diagnostics: [] });
+  return scanAppended(snapshot, spawnedAt, budget, fs);
+}
+
 /** Everything findLogCause needs besides the snapshot. */
 export interface LogCauseInput {
   snapshot: Snapshot;
-  spawnedAt: number;
+  /** What the turn appended to the logs (readTurnLogs). */
+  scan: ScanResult;
   /** The agent's pid, for glog attribution; null when unknown. */
   pid: number | null;
   profile: LogSources;
   /** The profile's classifier (log anchors find the cause, text anchors classify it). */
   classifier: Classifier;
   now: number;
-  fs?: LogFs;
 }
 
 /**
- * Scans the turn's appended log bytes and returns the classified terminal cause. Code
+ * Finds, in the turn's appended log bytes (read by readTurnLogs), the classified terminal
+ * cause. Synchronous, like the code plugins it may call. Code
  * plugins share one budget for it (the turn's, when the caller opened one).
  */
 export function findLogCause(input: LogCauseInput): LogCauseResult {
@@ -67,10 +85,9 @@ export function findLogCause(input: LogCauseInput): LogCauseResult {
 }
 
 function logCause(input: LogCauseInput): LogCauseResult {
-  const { snapshot, spawnedAt, pid, profile, classifier, now } = input;
+  const { snapshot, scan, pid, profile, classifier, now } = input;
   const diagnostics = [...snapshot.diagnostics];
   if (profile.logs.length === 0) return { cause: null, diagnostics };
-  const scan = scanAppended(snapshot, spawnedAt, input.fs ?? nodeLogFs);
   diagnostics.push(...scan.diagnostics);
   // Oldest file first, so among equal anchors the newest file's last line wins.
   let lines: LogLine[] = [...scan.chunks].reverse().flatMap((c) =>

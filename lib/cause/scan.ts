@@ -1,9 +1,11 @@
 /**
  * Scan: after the turn, reads only the bytes appended to the agent's logs since the
  * snapshot — from the snapshot offset, capped to the last 256 KiB — in every file that
- * grew, appeared, or was rotated/truncated, newest first, no cap on their number.
+ * grew, appeared, or was rotated/truncated, newest first, within the turn's read budget
+ * (lib/io/bounded_read.ts: files, bytes and milliseconds).
  */
 import { basename, dirname, join } from "node:path";
+import { ReadBudget } from "../io/bounded_read.ts";
 import { errCode, type FileStat, type LogFs, nodeLogFs } from "../io/logfs.ts";
 import { listLogs, type Snapshot } from "./snapshot.ts";
 
@@ -33,12 +35,31 @@ export interface ScanResult {
   diagnostics: string[];
 }
 
-/** Scans the logs the snapshot covered; `spawnedAt` is the agent's spawn time (ms). */
-export function scanAppended(
+/** Where a file's turn bytes start, and why it is read; null: nothing new in it. */
+function appended(
+  before: FileStat | undefined,
+  now: FileStat,
+  moved: boolean,
+): { offset: number; reason: AppendedChunk["reason"] } | null {
+  if (!before) return { offset: 0, reason: "new" };
+  if (before.dev !== now.dev || before.ino !== now.ino || now.size < before.size) {
+    return { offset: 0, reason: "rotated" };
+  }
+  if (now.size > before.size) return { offset: before.size, reason: moved ? "moved" : "grew" };
+  return null;
+}
+
+/**
+ * Scans the logs the snapshot covered; `spawnedAt` is the agent's spawn time (ms). Files
+ * are read newest first through the bounded reader (lib/io/bounded_read.ts) within
+ * `budget` (the turn's): what does not fit is one diagnostic, never an error.
+ */
+export async function scanAppended(
   snapshot: Snapshot,
   spawnedAt: number,
+  budget: ReadBudget = new ReadBudget(),
   fs: LogFs = nodeLogFs,
-): ScanResult {
+): Promise<ScanResult> {
   const diagnostics: string[] = [];
   const chunks: AppendedChunk[] = [];
   const now = listLogs(snapshot.patterns, fs, diagnostics, true);
@@ -59,54 +80,61 @@ export function scanAppended(
     if (known && known.before === undefined) known.before = before, known.moved = true;
     else if (!known) targets.push({ path: moved, before, moved: true });
   }
-  for (const { path, before, moved } of targets) {
-    let stat;
+  const stats = await Promise.all(targets.map(async (t) => {
     try {
-      stat = fs.stat(path);
+      return { ...t, stat: await fs.statAsync(t.path) };
     } catch (err) {
       const code = errCode(err);
       diagnostics.push(
         code === "ENOENT"
-          ? `log ${path} vanished during the scan`
-          : `log ${path} cannot be read (${code})`,
+          ? `log ${t.path} vanished during the scan`
+          : `log ${t.path} cannot be read (${code})`,
       );
+      return null;
+    }
+  }));
+  // The files the turn wrote, newest first: the budget goes to the newest.
+  const candidates = stats.filter((t) => t !== null).filter((t) => {
+    const from = appended(t.before, t.stat, t.moved);
+    return from !== null && t.stat.mtimeMs >= spawnedAt - MTIME_SLACK_MS &&
+      t.stat.size > from.offset;
+  }).sort((a, b) => b.stat.mtimeMs - a.stat.mtimeMs);
+  for (const [i, { path, before, moved }] of candidates.entries()) {
+    let picked: { offset: number; reason: AppendedChunk["reason"] } | null = null;
+    // The range is taken from the opened file's own fstat: the bytes of the file read.
+    const read = await fs.read(path, (stat) => {
+      picked = appended(before, stat, moved);
+      if (picked === null || stat.size <= picked.offset) return null;
+      return { start: Math.max(picked.offset, stat.size - SCAN_TAIL_BYTES), end: stat.size };
+    }, budget);
+    if (!read.ok) {
+      if (read.spent) {
+        diagnostics.push(
+          `${candidates.length - i} log file(s) were not read, ${path} the newest of them: ` +
+            `${budget.refusal()} was used up`,
+        );
+        break;
+      }
+      diagnostics.push(`log ${read.why}`);
       continue;
     }
-    let offset: number;
-    let reason: AppendedChunk["reason"];
-    if (!before) {
-      offset = 0;
-      reason = "new";
-    } else if (before.dev !== stat.dev || before.ino !== stat.ino || stat.size < before.size) {
-      offset = 0;
-      reason = "rotated";
-    } else if (stat.size > before.size) {
-      offset = before.size;
-      reason = moved ? "moved" : "grew";
-    } else continue;
-    if (stat.mtimeMs < spawnedAt - MTIME_SLACK_MS) continue;
-    if (stat.size <= offset) continue;
-    const start = Math.max(offset, stat.size - SCAN_TAIL_BYTES);
-    let bytes: Uint8Array;
-    try {
-      bytes = fs.read(path, start, stat.size);
-    } catch (err) {
-      diagnostics.push(`log ${path} cannot be read (${errCode(err)})`);
-      continue;
-    }
-    if (start > offset) {
+    const got = picked as { offset: number; reason: AppendedChunk["reason"] } | null;
+    if (got === null || read.stat.size <= got.offset) continue;
+    const start = read.start;
+    if (start > got.offset && !read.short) {
       diagnostics.push(
         `log ${path}: read only the last ${SCAN_TAIL_BYTES} of ${
-          stat.size - offset
+          read.stat.size - got.offset
         } appended bytes`,
       );
     }
+    if (read.short) diagnostics.push(`log ${read.short}`);
     chunks.push({
       path,
       offset: start,
-      text: new TextDecoder("utf-8", { fatal: false }).decode(bytes),
-      mtimeMs: stat.mtimeMs,
-      reason,
+      text: new TextDecoder("utf-8", { fatal: false }).decode(read.bytes),
+      mtimeMs: read.stat.mtimeMs,
+      reason: got.reason,
     });
   }
   chunks.sort((a, b) => b.mtimeMs - a.mtimeMs);

@@ -7,6 +7,7 @@
  * line. Where each agent writes them, and in what format: docs/EVIDENCE.md.
  */
 import { expandPatterns } from "../io/glob.ts";
+import { ReadBudget } from "../io/bounded_read.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import { scanAppended } from "./scan.ts";
 import { type Snapshot, takeSnapshot } from "./snapshot.ts";
@@ -131,19 +132,21 @@ function namedSession(record: unknown): string | null {
 }
 
 /**
- * Reads the records the turn appended to its session's files, oldest file first. A file
- * whose records name another session is not read further (a `{session:N}` prefix matched
- * another session's file).
+ * Reads the records the turn appended to its session's files, oldest file first, through
+ * the bounded reader within the turn's `budget` (so the records kept are bounded by its
+ * bytes). A file whose records name another session is not read further (a
+ * `{session:N}` prefix matched another session's file).
  */
-export function readSessionRecords(
+export async function readSessionRecords(
   taken: RecordsSnapshot,
   startedAt: number,
+  budget: ReadBudget = new ReadBudget(),
   fs: LogFs = nodeLogFs,
-): RecordsRead {
+): Promise<RecordsRead> {
   const { snapshot, sessionId } = taken;
   const diagnostics = [...snapshot.diagnostics];
   if (snapshot.patterns.length === 0) return { records: [], diagnostics };
-  const scan = scanAppended(snapshot, startedAt, fs);
+  const scan = await scanAppended(snapshot, startedAt, budget, fs);
   diagnostics.push(...scan.diagnostics.filter((d) => !d.includes("does not exist")));
   const records: SessionRecord[] = [];
   for (const chunk of [...scan.chunks].reverse()) {

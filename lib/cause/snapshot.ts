@@ -2,7 +2,7 @@
  * Snapshot: the identity (device + inode) and size of every log file an agent profile
  * names, taken just before the agent runs, so the scan reads only what the turn appended.
  */
-import { glob } from "../io/glob.ts";
+import { glob, MAX_DIR_ENTRIES, TOO_MANY_ENTRIES } from "../io/glob.ts";
 import { errCode, type FileStat, type LogFs, nodeLogFs } from "../io/logfs.ts";
 
 /** Log files as they were before the turn, with the problems met while looking. */
@@ -14,6 +14,14 @@ export interface Snapshot {
   takenAt: number;
   diagnostics: string[];
 }
+
+/**
+ * Most files one snapshot or scan considers. A pattern can match any number of files an
+ * agent creates; each costs an `lstat` when the turn starts and ends. Past this number the
+ * last ones in name order are kept (log and record names carry dates or counters, so
+ * these are the newest) and the rest reported.
+ */
+export const MAX_LISTED_FILES = 4096;
 
 /**
  * Lists the files matching `patterns`, describing unlistable directories as diagnostics.
@@ -34,12 +42,20 @@ export function listLogs(
       diagnostics.push(
         p.code === "ENOENT"
           ? `log directory ${p.path} does not exist (yet)`
+          : p.code === TOO_MANY_ENTRIES
+          ? `log directory ${p.path} has more than ${MAX_DIR_ENTRIES} entries; only the first ${MAX_DIR_ENTRIES} were listed`
           : `log directory ${p.path} cannot be read (${p.code})`,
       );
     }
     for (const path of paths) seen.add(path);
   }
-  return [...seen];
+  const all = [...seen];
+  if (all.length <= MAX_LISTED_FILES) return all;
+  diagnostics.push(
+    `${all.length} files match ${patterns.join(", ")}; only the last ${MAX_LISTED_FILES} ` +
+      `by name were considered`,
+  );
+  return all.sort().slice(-MAX_LISTED_FILES);
 }
 
 /** Takes the snapshot. Never throws: what cannot be seen becomes a diagnostic. */

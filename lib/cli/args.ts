@@ -60,6 +60,7 @@ export const FLAG_VALUES: Readonly<Record<string, string>> = {
   kind: "K",
   late: "N",
   profile: "NAME",
+  record: "PATH",
 };
 
 /**

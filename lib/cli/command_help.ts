@@ -34,6 +34,8 @@ const JOURNAL = {
   "retry-max-wait":
     `longest wait before a retry, in seconds (default: ${DEFAULT_RETRY_MAX_WAIT_S})`,
 };
+const KEEP_DAEMONS = "leave running what the agent started outside its process group " +
+  "(setsid daemons); by default they are stopped with it (also config `keep_daemons = true`)";
 /** The exit codes run and proxy share, after their own first lines (env, timeout, nice). */
 const WRAPPER_EXIT = (who: string) =>
   `125  turnguard's own usage or config error: nothing was run
@@ -60,6 +62,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "outcome-file": "append the Outcome as one JSON line to this file",
       timeout: "stop the agent after S seconds: SIGTERM, then SIGKILL 5 s later " +
         "(status failed, category timeout, exit 124; default: no limit)",
+      "keep-daemons": KEEP_DAEMONS,
       verbose: "print turnguard's diagnostics on stderr",
       ...JOURNAL,
     },
@@ -86,6 +89,9 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
         "session records are read (default: none are read)",
       config: CONFIG,
       "outcome-file": "append each turn's Outcome as one JSON line to this file",
+      record: "write the session as a recording to FILE (0600) for `turnguard replay`: the " +
+        "whole wire, prompts and replies included, the agent's stderr, and what its logs " +
+        "and session records gained under HOME (docs/PLUGINS.md)",
       "turn-timeout": "cancel a turn silent for S seconds and answer it with an error " +
         "(default: none)",
       "rewrite-errors": "rewrite the agent's own error responses with the decided cause",
@@ -93,6 +99,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
         "error carrying the partial text, instead of the agent's stopReason",
       "max-line-bytes": `longest message inspected, in bytes (default: ${DEFAULT_INSPECT_LIMIT})`,
       grace: "seconds between EOF, SIGTERM and SIGKILL when the client leaves (default: 5)",
+      "keep-daemons": KEEP_DAEMONS,
       verbose: "print turnguard's diagnostics on stderr",
       "publish-fallback": "arm the publish fallback of the agent's profile",
       var: "set a turn variable NAME=VALUE (repeatable), e.g. channel, reply_to",

@@ -5,7 +5,6 @@
  * Matching and classifying the input share one code plugin budget, as one turn does.
  * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
  */
-import { readFileSync } from "node:fs";
 import { classify } from "../cause/classify.ts";
 import { errorCause } from "../cause/error_cause.ts";
 import { UsageError } from "../errors.ts";
@@ -20,6 +19,7 @@ import {
   type InputKind,
   lineInput,
   parseKind,
+  readSource,
   SCAN_OPTIONS,
   scanRecordFiles,
 } from "./scan.ts";
@@ -124,7 +124,9 @@ export async function explainCommand(argv: string[]): Promise<number> {
     throw new UsageError("explain: give exactly one input: the text itself, or - for stdin");
   }
   const kind = parseKind(values.kind);
-  const raw = positionals[0] === "-" ? readFileSync(0, "utf8") : positionals[0];
+  const raw = positionals[0] === "-"
+    ? (await readSource("-", process.cwd(), "explain")).text
+    : positionals[0];
   const text = raw.replace(/\r?\n$/, "");
   const registry = await loadRegistry({
     configFlag: values.config,

@@ -2,7 +2,7 @@
  * `turnguard proxy`: the command-line shell around lib/proxy/proxy.ts. Journals the turns when
  * asked to and, with `--retries`, retries a retryable failure nothing reached the client of.
  */
-import { resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { UsageError } from "../errors.ts";
 import type { Outcome } from "../core/outcome.ts";
@@ -23,7 +23,10 @@ import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
 import { stderr, stdout } from "../io/stdio.ts";
 import { stdinIsTerminal } from "../io/terminal.ts";
 import { bun } from "../io/bun_api.ts";
-import { bunStdin, stdSink } from "../proxy/agent_io.ts";
+import { bunStdin, byteSource, stdSink, tappedSource } from "../proxy/agent_io.ts";
+import { Recorder } from "../record/recorder.ts";
+import { NotRegularFileError } from "../io/private_file.ts";
+import { errCode } from "../io/logfs.ts";
 import { warnLine } from "../io/output.ts";
 
 /** The flags `turnguard proxy` accepts. */
@@ -33,11 +36,13 @@ export const PROXY_OPTIONS = {
   chain: { type: "boolean" },
   config: { type: "string" },
   "outcome-file": { type: "string" },
+  record: { type: "string" },
   "turn-timeout": { type: "string" },
   "rewrite-errors": { type: "boolean" },
   "strict-turns": { type: "boolean" },
   "max-line-bytes": { type: "string" },
   grace: { type: "string" },
+  "keep-daemons": { type: "boolean" },
   verbose: { type: "boolean", short: "v" },
   ...PUBLISH_OPTIONS,
   ...JOURNAL_OPTIONS,
@@ -91,6 +96,9 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       `--profile ${values.profile}: --agent names another profile (${values.agent})`,
     );
   }
+  if (chain && values.record !== undefined) {
+    throw new UsageError("--record: a chain link has no agent of its own to record");
+  }
   const profileName = values.profile ?? values.agent;
   const timeout = parseSeconds("--turn-timeout", values["turn-timeout"]);
   if (timeout === 0) throw new UsageError(`--turn-timeout: must be more than 0 seconds`);
@@ -141,6 +149,25 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       }
     }
     : undefined;
+  const recorder = values.record !== undefined
+    ? openRecording(resolve(cwd, values.record), {
+      agent: basename(command[0]),
+      command: command[0],
+      profile: profile.name,
+      sources: profile,
+      env,
+      cwd,
+      warn,
+    })
+    : null;
+  const input = bun ? bunStdin() : byteSource(process.stdin);
+  const onOutcome = recorder
+    ? (outcome: Outcome) => {
+      appendOutcome?.(outcome);
+      recorder.outcome(outcome.session);
+    }
+    : appendOutcome;
+  let exit: { code: number } | null = null;
   try {
     const result = await (chain ? runChainProxy : runProxy)({
       command: command[0] ?? CHAIN_PROFILE,
@@ -149,7 +176,9 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       classifier: profileClassifier(registry, profile),
       env,
       // Under Bun, the client's side is read and written Bun-native (lib/proxy/agent_io.ts).
-      input: bun ? bunStdin() : process.stdin,
+      input: recorder
+        ? tappedSource(input, (c) => recorder.fromClient(c), () => recorder.clientClosed())
+        : input,
       output: bun ? stdSink(stdout) : stdout.writable(),
       // A person at a terminal is not an ACP client: an agent that cannot start is not
       // answered on their behalf (no wait for a first request).
@@ -158,21 +187,41 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
       graceMs: grace !== undefined ? grace * 1000 : DEFAULT_GRACE_MS,
+      keepDaemons: values["keep-daemons"] === true || registry.keepDaemons,
       rewriteErrors: values["rewrite-errors"] === true,
       strictTurns: values["strict-turns"] === true,
       readers: profileReaders(registry.readers, profile),
       verbose: values.verbose === true,
       // Each turn's end: publish, then the journal (its retries, and telemetry) and the
       // outcome file (lib/proxy/turn_end.ts).
-      turnEnd: { publish, recorder: journaling.recorder, onOutcome: appendOutcome },
+      turnEnd: { publish, recorder: journaling.recorder, onOutcome },
       // The journal reads every turn's reply (`wait --print`), so the text is always kept.
       keepReplyText: true,
       retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,
+      wireTap: recorder ?? undefined,
     });
     if (result.spawnError) warn(`turnguard: proxy: ${result.spawnError}`);
+    exit = { code: result.exitCode };
     return result.exitCode;
   } finally {
+    await recorder?.close(exit);
     outcomes?.close();
     await telemetry?.close();
+  }
+}
+
+/**
+ * Opens `--record FILE` before the agent starts, so a bad path is a usage error while
+ * nothing has run yet.
+ */
+function openRecording(
+  path: string,
+  opts: Omit<ConstructorParameters<typeof Recorder>[0], "path">,
+): Recorder {
+  try {
+    return new Recorder({ path, ...opts });
+  } catch (err) {
+    if (err instanceof NotRegularFileError) throw new UsageError(`--record ${err.message}`);
+    throw new UsageError(`--record ${path}: cannot create the recording (${errCode(err)})`);
   }
 }

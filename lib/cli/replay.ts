@@ -195,17 +195,20 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const env = envRecord();
   const cwd = process.cwd();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd });
+  // The recorded profile when this config has it (`--agent` must name one that exists).
+  const recorded = transcript.header.profile;
   const profile = selectProfile(
     registry,
-    values.agent ?? transcript.header.profile,
+    values.agent ??
+      (recorded !== undefined && registry.profiles.has(recorded) ? recorded : undefined),
     transcript.header.agent,
   );
   const known = registry.profiles.has(profile.name);
   if (!known) {
-    warnLine(
-      `turnguard: replay: no profile matches agent "${transcript.header.agent}": ` +
-        "the generic path alone (--agent NAME names one)",
-    );
+    const which = recorded !== undefined
+      ? `the recorded profile "${recorded}" is not in the config`
+      : `no profile matches agent "${transcript.header.agent}"`;
+    warnLine(`turnguard: replay: ${which}: the generic path alone (--agent NAME names one)`);
   }
   const r = await replayRecording(path, transcript, {
     profile: known ? profile.name : null,

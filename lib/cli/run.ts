@@ -23,6 +23,7 @@ export const RUN_OPTIONS = {
   "outcome-json": { type: "boolean" },
   "outcome-file": { type: "string" },
   timeout: { type: "string" },
+  "keep-daemons": { type: "boolean" },
   verbose: { type: "boolean", short: "v" },
   ...JOURNAL_OPTIONS,
 } satisfies OptionSpec;
@@ -77,6 +78,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         env,
         captureStdout: values["outcome-json"] === true,
         timeoutMs: timeout !== undefined ? timeout * 1000 : null,
+        keepDaemons: values["keep-daemons"] === true || registry.keepDaemons,
         stdout,
         stderr,
       });

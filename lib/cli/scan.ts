@@ -8,12 +8,12 @@
  * record readers instead (every event, then what the file's last turn shows).
  * Exit 0 when something was found, 1 when nothing was, 2 on a usage or config error.
  */
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { findCause, type Finding } from "../cause/anchors.ts";
 import { buildClassifier, type Classifier } from "../cause/classifier.ts";
 import { classify } from "../cause/classify.ts";
-import { UsageError } from "../errors.ts";
+import { errorText, UsageError } from "../errors.ts";
+import { readStdin, readWholeFile } from "../io/bounded_read.ts";
 import { pickWinner } from "../cause/explain.ts";
 import { isObject } from "../text/json.ts";
 import type { RetryHint } from "../core/outcome.ts";
@@ -287,14 +287,39 @@ export function formatFinding(f: ScanFinding): string {
   return `${f.file}:${f.line}: ${f.anchor} [${f.category}${code}; ${f.retry.reason}] ${f.cause}`;
 }
 
-function readSource(path: string, cwd: string): { label: string; text: string } {
-  if (path === "-") return { label: "<stdin>", text: readFileSync(0, "utf8") };
-  try {
-    return { label: path, text: readFileSync(resolve(cwd, path), "utf8") };
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? "error";
-    throw new UsageError(`scan: cannot read ${path} (${code})`);
+/**
+ * Most bytes `scan` and `explain` read of one input (a file's first bytes, or stdin's): the
+ * inputs are agent-written logs and records, which can be of any size or never end.
+ */
+export const MAX_INPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads one input through the bounded reader (lib/io/bounded_read.ts): a regular file,
+ * not through a symbolic link, or stdin (`-`), at most MAX_INPUT_BYTES of it.
+ */
+export async function readSource(
+  path: string,
+  cwd: string,
+  command = "scan",
+): Promise<{ label: string; text: string }> {
+  let read: { text: string; cut: boolean };
+  const label = path === "-" ? "<stdin>" : path;
+  if (path === "-") read = await readStdin(MAX_INPUT_BYTES);
+  else {
+    try {
+      read = await readWholeFile(resolve(cwd, path), MAX_INPUT_BYTES);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const generic = code !== undefined && !["ELOOP", "EAGAIN", "EWOULDBLOCK"].includes(code);
+      throw new UsageError(
+        `${command}: cannot read ${path}${generic ? ` (${code})` : `: ${errorText(err)}`}`,
+      );
+    }
   }
+  if (read.cut) {
+    warnLine(`turnguard: ${command}: read only the first ${MAX_INPUT_BYTES} bytes of ${label}`);
+  }
+  return { label, text: read.text };
 }
 
 /** Runs `turnguard scan ARGS` and returns the exit code. */
@@ -305,7 +330,8 @@ export async function scanCommand(argv: string[]): Promise<number> {
   }
   const kind = parseKind(values.kind);
   const cwd = process.cwd();
-  const sources = positionals.map((p) => readSource(p, cwd));
+  const sources: { label: string; text: string }[] = [];
+  for (const p of positionals) sources.push(await readSource(p, cwd));
   const registry = await loadRegistry({ configFlag: values.config, env: envRecord(), cwd });
   if (kind === "records") {
     return scanRecordFiles(sources, registry, values.agent, values.json === true);

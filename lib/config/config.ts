@@ -145,6 +145,8 @@ export const ConfigFileSchema = once(() =>
     plugin_budget_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
     /** `false`: `run` and `proxy` journal nothing (like `--no-journal`). */
     journal: v.optional(v.boolean()),
+    /** `true`: what left the agent's process group outlives the turn (like `--keep-daemons`). */
+    keep_daemons: v.optional(v.boolean()),
     agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema())),
     anchor: v.optional(v.array(DeclarativeAnchorSchema())),
     detector: v.optional(v.array(DeclarativeDetectorSchema())),
@@ -296,6 +298,8 @@ export interface MergedConfig {
   telemetry: TelemetryTable | null;
   /** `journal` of the last file that sets it: false turns the journal off. */
   journal: boolean;
+  /** `keep_daemons` of the last file that sets it (default false). */
+  keepDaemons: boolean;
   /** What is valid but likely wrong, one line each naming file, line and key. */
   warnings: string[];
 }
@@ -313,10 +317,12 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
   let pluginBudgetMs: number | null = null;
   let telemetry: TelemetryTable | null = null;
   let journal = true;
+  let keepDaemons = false;
   for (const file of files) {
     pluginBudgetMs = file.data.plugin_budget_ms ?? pluginBudgetMs;
     if (file.data.telemetry) telemetry = { ...telemetry ?? {}, ...file.data.telemetry };
     journal = file.data.journal ?? journal;
+    keepDaemons = file.data.keep_daemons ?? keepDaemons;
     for (const [name, p] of Object.entries(file.data.agent ?? {})) {
       const prev = profiles.get(name);
       const origin = (key: "logs" | "session_records"): KeyOrigin | undefined =>
@@ -381,6 +387,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     pluginBudgetMs,
     telemetry,
     journal,
+    keepDaemons,
     warnings,
   };
 }

@@ -41,6 +41,8 @@ export interface Registry {
   telemetry: MergedConfig["telemetry"];
   /** Whether `run` and `proxy` journal their turns (config `journal = false` turns it off). */
   journal: boolean;
+  /** Whether what left the agent's process group outlives the turn (`keep_daemons`). */
+  keepDaemons: boolean;
   /** What the config files say that is valid but likely wrong (`turnguard check` prints it). */
   warnings: string[];
 }
@@ -71,6 +73,7 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
     pluginBudgetMs,
     telemetry: merged.telemetry,
     journal: merged.journal,
+    keepDaemons: merged.keepDaemons,
     warnings: merged.warnings,
   };
 }

@@ -3,9 +3,9 @@
  * from the given environment (so tests can point HOME anywhere) and working directory, and
  * `*`, `?` match within one path segment.
  */
-import { readdirSync } from "node:fs";
+import { opendirSync } from "node:fs";
 import { join } from "node:path";
-import { errCode } from "./logfs.ts";
+import { errCode } from "./bounded_read.ts";
 import { homeDir } from "./env_dirs.ts";
 import { expandTemplate, type TemplateContext } from "./path_template.ts";
 
@@ -53,7 +53,30 @@ export interface GlobProblem {
 /** The directory reader the glob needs; the real one wraps node:fs. */
 export type ReadDir = (path: string) => string[];
 
-const realReadDir: ReadDir = (path) => readdirSync(path);
+/**
+ * Most entries read of one directory: an agent can fill the directory a pattern lists, and
+ * the listing runs on the relay's thread (it opens no file an agent could hold, only the
+ * directory). A directory this full is reported and read no further.
+ */
+export const MAX_DIR_ENTRIES = 65536;
+
+/** The problem code of a directory cut at MAX_DIR_ENTRIES. */
+export const TOO_MANY_ENTRIES = "TOO_MANY_ENTRIES";
+
+/** Lists at most MAX_DIR_ENTRIES names of a directory (in the directory's own order). */
+export const realReadDir: ReadDir = (path) => {
+  const dir = opendirSync(path);
+  const names: string[] = [];
+  try {
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      names.push(entry.name);
+      if (names.length >= MAX_DIR_ENTRIES) break;
+    }
+  } finally {
+    dir.closeSync();
+  }
+  return names;
+};
 
 /**
  * The files matching an absolute pattern, and the directories that could not be listed
@@ -82,6 +105,7 @@ export function glob(
         problems.push({ path: base, code: errCode(err) });
         continue;
       }
+      if (names.length >= MAX_DIR_ENTRIES) problems.push({ path: base, code: TOO_MANY_ENTRIES });
       for (const name of names.sort()) if (re.test(name)) next.push(join(base, name));
     }
     bases = next;

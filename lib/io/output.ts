@@ -22,3 +22,40 @@ export function warnLine(line: string): void {
 export function writeShown(text: string): void {
   void stdout.write(shown(text));
 }
+
+/** Most bytes of stray output (see captureStrayOutput) shown per process. */
+export const STRAY_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * Routes what turnguard itself never writes on purpose — `console.*` of any code in the
+ * main thread, the runtime's `process.emitWarning` — to stderr through this sink
+ * (redacted, escaped, at most STRAY_OUTPUT_BYTES per process), never to stdout: in proxy
+ * mode stdout is the client's ACP wire, in run mode the agent's own output. Code plugins
+ * run in workers, whose output lib/plugin/worker.js takes the same way.
+ */
+export function captureStrayOutput(): void {
+  let left = STRAY_OUTPUT_BYTES;
+  const sink = (text: string) => {
+    if (left <= 0) return;
+    const line = text.length > left
+      ? text.slice(0, left) + " [further stray output dropped]"
+      : text;
+    left -= text.length;
+    warnLine(`turnguard: ${line.replace(/\n$/, "")}`);
+  };
+  const format = (args: unknown[]) =>
+    args.map((a) => {
+      if (typeof a === "string") return a;
+      try {
+        return JSON.stringify(a) ?? String(a);
+      } catch {
+        return String(a);
+      }
+    }).join(" ");
+  const methods = ["log", "info", "debug", "warn", "error", "trace", "dir", "table"] as const;
+  for (const name of methods) console[name] = (...args: unknown[]) => sink(format(args));
+  process.emitWarning = ((warning: string | Error) =>
+    sink(
+      `runtime warning: ${warning instanceof Error ? warning.message : String(warning)}`,
+    )) as typeof process.emitWarning;
+}

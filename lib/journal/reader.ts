@@ -40,6 +40,40 @@ export interface FileCursor {
   path: string;
   /** The file's first bytes: a file that reuses a deleted file's inode number differs here. */
   head: Uint8Array;
+  /**
+   * Set while the bytes of a line longer than MAX_LINE_BYTES pass: they are dropped up to
+   * its newline (the number is the line's file offset).
+   */
+  skipping?: number;
+}
+
+/**
+ * Longest journal line read (turnguard's own records are a few KiB; a reply's text at most
+ * 64 KiB): a longer line is skipped with a diagnostic, and never held whole.
+ */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+/** Buffers `appendTo` made: their room past a view may be written (each has one user). */
+const growable = new WeakSet<ArrayBufferLike>();
+
+/**
+ * `partial` followed by `more`, in amortized time linear in the bytes added: the buffer
+ * grows by doubling and is written in place while it has room.
+ */
+export function appendTo(partial: Uint8Array, more: Uint8Array): Uint8Array {
+  if (more.length === 0) return partial;
+  const need = partial.length + more.length;
+  const buf = partial.buffer;
+  if (partial.byteOffset === 0 && growable.has(buf) && buf.byteLength >= need) {
+    const out = new Uint8Array(buf, 0, need);
+    out.set(more, partial.length);
+    return out;
+  }
+  const grown = new Uint8Array(Math.max(need, partial.length * 2, 4096));
+  growable.add(grown.buffer);
+  grown.set(partial);
+  grown.set(more, partial.length);
+  return grown.subarray(0, need);
 }
 
 /** Where a skipped line is: `PATH:LINE`, or `PATH (byte N)` when its line number is unknown. */
@@ -214,27 +248,37 @@ export class JournalReader {
     return n === head.length && sameBytes(head, cursor.head);
   }
 
+  /**
+   * Takes in the next bytes of a file (which end at `cursor.offset`): the lines they end
+   * are parsed, the rest is kept in `cursor.partial`. Each byte is looked at once, and a
+   * line longer than MAX_LINE_BYTES is dropped as it passes.
+   */
   #consume(
     cursor: FileCursor,
     bytes: Uint8Array,
     read: RecordsRead,
     diagnostics: string[],
   ): void {
-    // The file offset of data[0].
-    const base = cursor.offset - bytes.length - cursor.partial.length;
-    let data = bytes;
-    if (cursor.partial.length > 0) {
-      data = new Uint8Array(cursor.partial.length + bytes.length);
-      data.set(cursor.partial);
-      data.set(bytes, cursor.partial.length);
-    }
+    // The file offset of bytes[0].
+    const base = cursor.offset - bytes.length;
     const decoder = new TextDecoder();
     let start = 0;
-    for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
+    for (let nl = bytes.indexOf(10); nl !== -1; nl = bytes.indexOf(10, start)) {
       if (cursor.line !== null) cursor.line++;
-      const line = decoder.decode(data.subarray(start, nl)).replace(/\r$/, "");
-      const at = base + start;
+      const at = base + start - cursor.partial.length;
+      const piece = bytes.subarray(start, nl);
       start = nl + 1;
+      if (cursor.skipping !== undefined) {
+        diagnostics.push(
+          `journal ${lineName(cursor.path, cursor.line, cursor.skipping)}: a line longer than ` +
+            `${MAX_LINE_BYTES} bytes was skipped`,
+        );
+        cursor.skipping = undefined;
+        continue;
+      }
+      const whole = cursor.partial.length > 0 ? appendTo(cursor.partial, piece) : piece;
+      cursor.partial = new Uint8Array(0);
+      const line = decoder.decode(whole).replace(/\r$/, "");
       if (line.trim() === "") continue;
       const parsed = parseLineRecovering(line);
       for (const head of parsed.torn) read.torn.push({ before: read.records.length, head });
@@ -243,7 +287,14 @@ export class JournalReader {
         diagnostics.push(`journal ${lineName(cursor.path, cursor.line, at)}: ${parsed.error}`);
       }
     }
-    cursor.partial = data.slice(start);
+    if (cursor.skipping !== undefined) return;
+    const rest = bytes.subarray(start);
+    if (cursor.partial.length + rest.length > MAX_LINE_BYTES) {
+      cursor.skipping = base + start - cursor.partial.length;
+      cursor.partial = new Uint8Array(0);
+      return;
+    }
+    cursor.partial = appendTo(cursor.partial, rest);
   }
 }
 

@@ -9,6 +9,7 @@
  * turn. Built-in packs and declarative anchors never come here: they run in-process.
  */
 import type { Worker } from "node:worker_threads";
+import { warnLine } from "../io/output.ts";
 import { spendOf } from "./budget.ts";
 import workerSource from "./worker.js" with { type: "text" };
 
@@ -77,7 +78,8 @@ export class PluginWorker {
         worker.off("exit", onExit);
         fn();
       };
-      const onMessage = (m: LoadMessage) => {
+      const onMessage = (m: LoadMessage | { op: "output" }) => {
+        if (m.op === "output") return;
         if (m.op === "loaded") done(() => resolve(m.shape));
         else done(() => reject(new Error(m.message)));
       };
@@ -195,6 +197,13 @@ export class PluginWorker {
     // A worker that dies is replaced after its budget runs out; its error must not end
     // turnguard.
     worker.on("error", () => {});
+    // What the plugin printed (worker.js takes its console and stdout): shown on stderr
+    // through turnguard's sink, never on stdout (in proxy mode, the client's ACP wire).
+    worker.on("message", (m: { op?: string; text?: unknown }) => {
+      if (m?.op === "output" && typeof m.text === "string") {
+        warnLine(`turnguard: plugin ${this.path}: ${m.text.replace(/\n$/, "")}`);
+      }
+    });
     worker.postMessage({ op: "load", url: pathToFileURL(this.path).href, sab: buffer });
     this.#worker = worker;
     this.#startedAt = clock();

@@ -13,8 +13,48 @@
 // The main thread blocks on REPLY with a time budget and terminates the worker when the
 // budget runs out, so a plugin that loops never holds a turn's outcome; it then starts a
 // replacement at once and, before its next call, blocks on READY (not charged to a budget).
+//
+// Worker -> main thread: {op: "output", text}  what the plugin wrote with console.* or
+// process.stdout/stderr.write. A worker's own console writes to turnguard's stdout, which in
+// proxy mode is the client's ACP wire: so they are taken here, at most OUTPUT_BYTES per
+// worker, and the main thread shows them on stderr through its sink (redacted, escaped).
 "use strict";
 const { parentPort } = require("node:worker_threads");
+
+const OUTPUT_BYTES = 64 * 1024;
+let outputLeft = OUTPUT_BYTES;
+
+function forward(text) {
+  if (outputLeft <= 0) return;
+  if (text.length >= outputLeft) {
+    text = text.slice(0, outputLeft) + "\n[further output of this plugin dropped]";
+    outputLeft = 0;
+  } else outputLeft -= text.length;
+  parentPort.postMessage({ op: "output", text });
+}
+
+function show(args) {
+  return args.map((a) => {
+    if (typeof a === "string") return a;
+    try {
+      return JSON.stringify(a) ?? String(a);
+    } catch {
+      return String(a);
+    }
+  }).join(" ");
+}
+
+for (const name of ["log", "info", "debug", "warn", "error", "trace", "dir", "table"]) {
+  console[name] = (...args) => forward(show(args));
+}
+for (const stream of [process.stdout, process.stderr]) {
+  stream.write = (chunk, ...rest) => {
+    forward(typeof chunk === "string" ? chunk : new TextDecoder().decode(chunk));
+    const done = rest.find((r) => typeof r === "function");
+    if (done) done();
+    return true;
+  };
+}
 
 const REPLY = 0;
 const LENGTH = 1;

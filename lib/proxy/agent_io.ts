@@ -6,16 +6,21 @@
  * its time per byte. Elsewhere (Deno from source), and for callers with streams of their
  * own, the portable Node path is used. Both keep the same guarantees: every byte in order,
  * backpressure (a source is paused while its sink is full), the agent in a process group
- * of its own, and once the agent exited its output read to the end unless a grandchild
- * holds the pipes open with nothing moving.
+ * of its own under its owner (lib/agent/owner.ts: its output read to the end within a
+ * deadline once it exited), and reading loops that let the event loop turn while a side
+ * floods (lib/io/loop_turn.ts), so that timers and signal handlers always run.
  */
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
-import { waitForExit } from "../run/run.ts";
-import { drainAfterExit, type DrainSource } from "../agent/exit_drain.ts";
+import { waitForExit } from "../agent/node_child.ts";
+import type { DrainSource } from "../agent/exit_drain.ts";
+import type { AgentOwner } from "../agent/owner.ts";
 import type { Signallable } from "../agent/signals.ts";
 import type { StdStream } from "../io/stdio.ts";
+import { LoopTurn } from "../io/loop_turn.ts";
+import { type Libc, libc } from "../io/libc.ts";
+import type { WireTap } from "../record/recorder.ts";
 
 /** A stream of bytes the proxy reads, paused while what it feeds is full. */
 export interface ByteSource {
@@ -25,6 +30,11 @@ export interface ByteSource {
   resume(): void;
   /** Stops reading for good. */
   stop(): void;
+  /**
+   * Calls `onHangUp` when the writer of the stream hangs up while reading it is paused
+   * (so not seen as its end): where the runtime can tell (lib/io/libc.ts).
+   */
+  watchHangUp?(onHangUp: () => void): void;
 }
 
 /**
@@ -59,18 +69,64 @@ export interface AgentCommand {
   args: string[];
   env: Record<string, string | undefined>;
   cwd?: string;
+  /** `proxy --record`: sees the agent's stdout and stderr chunks before the proxy does. */
+  wireTap?: WireTap;
 }
 
 /**
  * Starts the agent in a process group of its own; resolves once it runs, or with the
  * error that kept it from starting. Bun-native under Bun, else node:child_process.
  */
-export async function startAgent(launch: AgentCommand): Promise<AgentProcess | Error> {
+export async function startAgent(
+  launch: AgentCommand,
+  owner: AgentOwner,
+): Promise<AgentProcess | Error> {
   // The compiled binary starts with the JIT held back (`--compile-jit-policy` in the
   // Makefile): a start-up's code runs once and is not worth compiling. The proxy's per-line
   // work runs millions of times: from here on the JIT compiles as usual.
   bun?.unsafe?.setJITPolicy?.(1);
-  return bun ? startBunAgent(launch) : await startNodeAgent(launch);
+  const child = bun ? startBunAgent(launch, owner) : await startNodeAgent(launch, owner);
+  if (!(child instanceof Error)) owner.attach(child);
+  return child;
+}
+
+/**
+ * `source` with `onChunk` told each chunk before its reader, and `onEnd` its end (the
+ * recorder of `proxy --record` tees the wire here).
+ */
+export function tappedSource(
+  source: ByteSource,
+  onChunk: (chunk: Uint8Array) => void,
+  onEnd: () => void = () => {},
+): ByteSource {
+  return {
+    start(onData, end = () => {}) {
+      source.start((chunk) => {
+        onChunk(chunk);
+        onData(chunk);
+      }, () => {
+        onEnd();
+        end();
+      });
+    },
+    pause: () => source.pause(),
+    resume: () => source.resume(),
+    stop: () => source.stop(),
+    ...(source.watchHangUp ? { watchHangUp: (f: () => void) => source.watchHangUp!(f) } : {}),
+  };
+}
+
+/** The agent's stdout and stderr, teed to `tap` when there is one. */
+function agentSources(
+  stdout: ByteSource,
+  stderr: ByteSource,
+  tap: WireTap | undefined,
+): { stdout: ByteSource; stderr: ByteSource } {
+  if (!tap) return { stdout, stderr };
+  return {
+    stdout: tappedSource(stdout, (c) => tap.fromAgent(c)),
+    stderr: tappedSource(stderr, (c) => tap.agentStderr(c)),
+  };
 }
 
 // ---------------------------------------------------------------- the portable path
@@ -109,12 +165,15 @@ export function nodeSource(stream: Readable): ByteSource {
   };
 }
 
-async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Error> {
+async function startNodeAgent(
+  launch: AgentCommand,
+  owner: AgentOwner,
+): Promise<AgentProcess | Error> {
   let child;
   try {
     child = spawn(launch.command, launch.args, {
       stdio: ["pipe", "pipe", "pipe"],
-      env: launch.env as NodeJS.ProcessEnv,
+      env: owner.env(launch.env) as NodeJS.ProcessEnv,
       cwd: launch.cwd,
       detached: true,
     });
@@ -126,7 +185,7 @@ async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Erro
     child.once("error", (err) => resolve(child.pid === undefined ? err : null));
   });
   if (started) return started;
-  const exited = waitForExit(child, { group: child });
+  const exited = waitForExit(child, owner);
   child.stdin!.on("error", () => {}); // the agent closed its stdin or died
   return {
     get pid() {
@@ -140,8 +199,7 @@ async function startNodeAgent(launch: AgentCommand): Promise<AgentProcess | Erro
     },
     kill: (signal) => child.kill(signal),
     stdin: child.stdin!,
-    stdout: nodeSource(child.stdout!),
-    stderr: nodeSource(child.stderr!),
+    ...agentSources(nodeSource(child.stdout!), nodeSource(child.stderr!), launch.wireTap),
     exited: async () => {
       const { code, signal } = await exited;
       return { code, signal };
@@ -157,12 +215,42 @@ class StreamSource implements ByteSource, DrainSource {
   #gate: Promise<void> | null = null;
   #open: (() => void) | null = null;
   #stopped = false;
-  /** When the last chunk came. */
-  movedAt = Date.now();
+  #hangUp: { fd: number; libc: Libc; listener: () => void } | null = null;
+  #hangUpTimer: ReturnType<typeof setInterval> | undefined;
   /** Resolves once the stream ended (or was stopped). */
   done: Promise<void> = Promise.resolve();
 
-  constructor(readonly stream: () => ReadableStream<Uint8Array>) {}
+  /** `fd`: the descriptor the stream reads, when its hang-up can be watched. */
+  constructor(
+    readonly stream: () => ReadableStream<Uint8Array>,
+    readonly fd: number | null = null,
+  ) {}
+
+  watchHangUp(onHangUp: () => void): void {
+    const fd = this.fd;
+    if (fd === null) return;
+    void libc().then((c) => {
+      if (c !== null) this.#hangUp = { fd, libc: c, listener: onHangUp };
+      if (this.#gate !== null) this.#watch();
+    });
+  }
+
+  /** While paused, looks every HANG_UP_POLL_MS whether the writer hung up. */
+  #watch(): void {
+    const hangUp = this.#hangUp;
+    if (hangUp === null || this.#hangUpTimer !== undefined) return;
+    this.#hangUpTimer = setInterval(() => {
+      if (!hangUp.libc.hungUp(hangUp.fd)) return;
+      this.#unwatch();
+      this.#hangUp = null;
+      hangUp.listener();
+    }, HANG_UP_POLL_MS);
+  }
+
+  #unwatch(): void {
+    clearInterval(this.#hangUpTimer);
+    this.#hangUpTimer = undefined;
+  }
 
   /** Whether the next read is held back (its reader is slow). */
   get busy(): boolean {
@@ -171,14 +259,15 @@ class StreamSource implements ByteSource, DrainSource {
 
   start(onData: (chunk: Uint8Array) => void, onEnd: () => void = () => {}): void {
     const reader = this.#reader = this.stream().getReader();
+    const turn = new LoopTurn();
     this.done = (async () => {
       try {
         while (!this.#stopped) {
+          if (turn.due()) await turn.yield();
           if (this.#gate) await this.#gate;
           if (this.#stopped) break;
           const { value, done } = await reader.read();
           if (done) break;
-          this.movedAt = Date.now();
           onData(value);
         }
       } catch {
@@ -190,9 +279,11 @@ class StreamSource implements ByteSource, DrainSource {
 
   pause(): void {
     if (this.#gate === null) this.#gate = new Promise((open) => (this.#open = open));
+    this.#watch();
   }
 
   resume(): void {
+    this.#unwatch();
     const open = this.#open;
     this.#gate = this.#open = null;
     open?.();
@@ -201,15 +292,19 @@ class StreamSource implements ByteSource, DrainSource {
   stop(): void {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#hangUp = null;
     this.resume();
     void this.#reader?.cancel().catch(() => {});
   }
 }
 
-/** turnguard's stdin, Bun-native. */
+/** turnguard's stdin, Bun-native (descriptor 0: its hang-up can be watched). */
 export function bunStdin(): ByteSource {
-  return new StreamSource(() => bun!.stdin.stream());
+  return new StreamSource(() => bun!.stdin.stream(), 0);
 }
+
+/** While the client's input is paused, how often its hang-up is looked for. */
+const HANG_UP_POLL_MS = 200;
 
 /** Bytes queued on a StdStream above which its ByteSink says it is full. */
 const SINK_FULL_BYTES = 1024 * 1024;
@@ -301,14 +396,14 @@ class FileSinkWriter extends SinkEvents implements ByteSink {
   }
 }
 
-function startBunAgent(launch: AgentCommand): AgentProcess | Error {
+function startBunAgent(launch: AgentCommand, owner: AgentOwner): AgentProcess | Error {
   let child: BunSubprocess;
   try {
     child = bun!.spawn([launch.command, ...launch.args], {
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
-      env: launch.env,
+      env: owner.env(launch.env),
       cwd: launch.cwd,
       detached: true,
     });
@@ -327,13 +422,10 @@ function startBunAgent(launch: AgentCommand): AgentProcess | Error {
     },
     kill: (signal) => child.kill(signal),
     stdin: new FileSinkWriter(child.stdin),
-    stdout,
-    stderr,
+    ...agentSources(stdout, stderr, launch.wireTap),
     exited: async () => {
       await child.exited;
-      await drainAfterExit([stdout, stderr], Promise.all([stdout.done, stderr.done]), {
-        group: child,
-      });
+      await owner.afterExit([stdout, stderr], Promise.all([stdout.done, stderr.done]));
       return { code: child.signalCode ? null : child.exitCode, signal: child.signalCode };
     },
   };

@@ -227,6 +227,7 @@ export class AgentLines implements LineReader {
     const state = this.#state;
     const request = state.clientPending.take(message.id);
     if (!request) return PASS;
+    if (message.kind === "result") state.sessionCwds.answered(message.id, message.result);
     if (request.answered) {
       state.log(`dropped the agent's late response to request ${idKey(message.id)}`);
       return DROP;

@@ -151,6 +151,10 @@ export class ClientLines implements LineReader {
     const sessionId = sessionIdOf(message.params);
     const idLexeme = idLexemeOf(line, message.id);
     state.clientPending.add(message.id, message.method, sessionId, idLexeme);
+    if (message.method === "session/new") state.sessionCwds.requested(message.id, message.params);
+    else if (message.method === "session/load" || message.method === "session/resume") {
+      state.sessionCwds.loaded(message.params);
+    }
     if (message.method === "session/prompt" && sessionId !== null) {
       this.#retries.stopSession(sessionId, "a new prompt came in the session");
       const meta = readMeta && isObject(message.params) ? message.params._meta : undefined;

@@ -4,7 +4,9 @@
  * runs the linear turn end (lib/proxy/turn_end.ts); gives the bytes the client is sent.
  */
 import { errorText } from "../errors.ts";
-import { findLogCause } from "../cause/log_cause.ts";
+import { findLogCause, readTurnLogs } from "../cause/log_cause.ts";
+import type { ScanResult } from "../cause/scan.ts";
+import { ReadBudget } from "../io/bounded_read.ts";
 import {
   DEFAULT_SETTLE_MS,
   readSessionRecords,
@@ -13,7 +15,7 @@ import {
 import type { ConcludeInput, TurnEnd } from "./conclude.ts";
 import type { ProxyState } from "./state.ts";
 import { endTurn, type RetryHold, type TurnEndInput, type TurnEndSteps } from "./turn_end.ts";
-import type { Turn } from "./turns.ts";
+import { streamed, type Turn } from "./turns.ts";
 
 /** Ends the turns of one proxy. */
 export class TurnFinisher {
@@ -35,15 +37,26 @@ export class TurnFinisher {
     now: number,
     fallback: Uint8Array | null = line,
   ): Promise<Uint8Array | null> {
-    const ended = this.#records(turn, end).then((records) =>
+    // One read budget for everything the turn's end reads of agent-controlled files.
+    const budget = new ReadBudget();
+    const ended = this.#records(turn, end, budget).then(async (records) =>
       endTurn(
-        { conclude: this.#concludeInput(turn, end, now, records), line },
+        {
+          conclude: this.#concludeInput(
+            turn,
+            end,
+            now,
+            records,
+            await this.#logs(turn, end, budget),
+          ),
+          line,
+        },
         this.steps,
         this.retries,
         this.state.log,
       )
     );
-    return this.#sent(ended, fallback);
+    return this.#sent(turn, ended, fallback);
   }
 
   /**
@@ -52,20 +65,26 @@ export class TurnFinisher {
    */
   forwarded(turn: Turn, end: TurnEnd, note: string, now: number): Promise<Uint8Array | null> {
     const input: TurnEndInput = {
-      conclude: this.#concludeInput(turn, end, now, null),
+      conclude: this.#concludeInput(turn, end, now, null, null),
       line: null,
       unread: note,
     };
-    return this.#sent(endTurn(input, this.steps, this.retries, this.state.log), null);
+    return this.#sent(turn, endTurn(input, this.steps, this.retries, this.state.log), null);
   }
 
+  /** The bytes to send; the turn's prompt copy is freed unless a retry holds it. */
   #sent(
-    ended: Promise<{ send: Uint8Array | null }>,
+    turn: Turn,
+    ended: Promise<{ send: Uint8Array | null; held: boolean }>,
     fallback: Uint8Array | null,
   ): Promise<Uint8Array | null> {
     return ended.then(
-      (result) => result.send,
+      (result) => {
+        if (!result.held) this.state.turns.releasePrompt(turn);
+        return result.send;
+      },
       (err) => {
+        this.state.turns.releasePrompt(turn);
         this.state.guard.failed("the turn's end", err);
         return fallback;
       },
@@ -77,7 +96,7 @@ export class TurnFinisher {
    * or an error, is decided once its records had the settle window to land; the response
    * waits that long.
    */
-  async #records(turn: Turn, end: TurnEnd): Promise<RecordsRead | null> {
+  async #records(turn: Turn, end: TurnEnd, budget: ReadBudget): Promise<RecordsRead | null> {
     const taken = turn.records;
     if (!taken || (end.kind !== "result" && end.kind !== "error")) return null;
     const { profile, fs } = this.state.opts;
@@ -85,9 +104,24 @@ export class TurnFinisher {
       setTimeout(resolve, profile.recordsSettleMs ?? DEFAULT_SETTLE_MS)
     );
     try {
-      return readSessionRecords(taken, turn.startedAt, fs);
+      return await readSessionRecords(taken, turn.startedAt, budget, fs);
     } catch (err) {
       return { records: [], diagnostics: [`session records: ${errorText(err)}`] };
+    }
+  }
+
+  /**
+   * What the turn appended to the agent's logs, read off the relay's thread before the turn
+   * is concluded; null when the conclusion cannot ask for it (needsLogCause in
+   * lib/core/decide.ts: a silent turn's timeout, or an answered turn that streamed output).
+   */
+  async #logs(turn: Turn, end: TurnEnd, budget: ReadBudget): Promise<ScanResult | null> {
+    if (end.kind === "timeout" || (end.kind === "result" && streamed(turn) > 0)) return null;
+    const { profile, fs } = this.state.opts;
+    try {
+      return await readTurnLogs(profile, turn.snapshot, turn.startedAt, budget, fs);
+    } catch (err) {
+      return { chunks: [], diagnostics: [`logs: ${errorText(err)}`] };
     }
   }
 
@@ -97,6 +131,7 @@ export class TurnFinisher {
     end: TurnEnd,
     now: number,
     records: RecordsRead | null,
+    logs: ScanResult | null,
   ): ConcludeInput {
     const { opts, child } = this.state;
     return {
@@ -112,12 +147,11 @@ export class TurnFinisher {
       scanLogs: () =>
         findLogCause({
           snapshot: turn.snapshot,
-          spawnedAt: turn.startedAt,
+          scan: logs ?? { chunks: [], diagnostics: ["the turn's logs were not read"] },
           pid: child.pid ?? null,
           profile: opts.profile,
           classifier: opts.classifier,
           now,
-          fs: opts.fs,
         }),
     };
   }

@@ -1,14 +1,15 @@
 /**
- * The proxy's life around its turns: the client closing its input (the agent's is closed,
- * then it is sent SIGTERM and SIGKILL if it lingers), and the agent's exit (every request
+ * The proxy's life around its turns: the client leaving (the agent's input is closed, and
+ * after the grace its owner stops it: SIGTERM, then SIGKILL if it lingers), and the agent's exit (every request
  * the client still waits on is answered with an error; a turn's is its turn's end).
  */
 import { encodeResponse } from "../acp/jsonrpc.ts";
 import type { LineSplitter } from "../acp/lines.ts";
-import { killGroup } from "../agent/signals.ts";
+import { STDERR_TAIL_BYTES } from "../agent/launch.ts";
+import type { AgentOwner } from "../agent/owner.ts";
+import type { Stopping } from "../agent/stop.ts";
 import { Tail } from "../text/byte_window.ts";
 import { lastLines } from "../text/text.ts";
-import { STDERR_TAIL_BYTES } from "../run/run.ts";
 import { exitMessage, type TurnEnd } from "./conclude.ts";
 import type { TurnFinisher } from "./finish.ts";
 import { drain, type LineReader } from "./relay.ts";
@@ -22,14 +23,35 @@ export class Lifecycle {
   readonly #state: ProxyState;
   readonly #finisher: TurnFinisher;
   readonly #retries: RetryQueue;
+  readonly #owner: AgentOwner;
   /** The agent's last stderr bytes, for the message of its death. */
   readonly stderrTail = new Tail(STDERR_TAIL_BYTES);
-  #eofTimers: ReturnType<typeof setTimeout>[] = [];
+  #eofTimer: ReturnType<typeof setTimeout> | undefined;
+  #stopping: Stopping | null = null;
+  #left = false;
 
-  constructor(state: ProxyState, finisher: TurnFinisher, retries: RetryQueue) {
+  constructor(state: ProxyState, finisher: TurnFinisher, retries: RetryQueue, owner: AgentOwner) {
     this.#state = state;
     this.#finisher = finisher;
     this.#retries = retries;
+    this.#owner = owner;
+  }
+
+  /**
+   * The client left (its input ended, or hung up while reading it was paused): after the
+   * grace, the agent is stopped (SIGTERM, then SIGKILL a grace later), whatever it does
+   * meanwhile. Counted once, from the first sign.
+   */
+  clientLeft(): void {
+    const state = this.#state;
+    if (this.#left || state.agentGone) return;
+    this.#left = true;
+    const child = state.child;
+    this.#eofTimer = setTimeout(() => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      state.log("the agent ignored EOF; sending SIGTERM");
+      this.#stopping = this.#owner.stop({ graceMs: graceMs(state) });
+    }, graceMs(state));
   }
 
   /**
@@ -45,18 +67,7 @@ export class Lifecycle {
     this.#retries.stopAll("the client closed its input");
     // The grace counts from the client's close, not from when the agent took the last of
     // its input: an agent that never reads its stdin (while it floods stdout) is stopped.
-    const child = state.child;
-    const alive = () => child.exitCode === null && child.signalCode === null;
-    this.#eofTimers.push(setTimeout(() => {
-      if (!alive()) return;
-      state.log("the agent ignored EOF; sending SIGTERM");
-      killGroup(child, "SIGTERM");
-      this.#eofTimers.push(setTimeout(() => {
-        if (!alive()) return;
-        state.log("the agent ignored SIGTERM; sending SIGKILL");
-        killGroup(child, "SIGKILL");
-      }, graceMs(state)));
-    }, graceMs(state)));
+    this.clientLeft();
     await state.toAgent.end();
     state.log("the client closed its input; closed the agent's");
   }
@@ -64,7 +75,8 @@ export class Lifecycle {
   /** The agent exited: no more EOF timers. */
   agentExited(): void {
     this.#state.agentGone = true;
-    for (const t of this.#eofTimers) clearTimeout(t);
+    clearTimeout(this.#eofTimer);
+    this.#stopping?.cancel();
   }
 
   /** The agent is gone: every request the client still waits on gets an error. */

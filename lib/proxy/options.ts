@@ -6,8 +6,9 @@ import type { Readable, Writable } from "node:stream";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import type { LogFs } from "../io/logfs.ts";
 import type { RetryWaits } from "../retry/waits.ts";
-import type { AgentLaunch } from "../run/run.ts";
+import type { AgentLaunch } from "../agent/launch.ts";
 import type { ByteSink, ByteSource } from "./agent_io.ts";
+import type { WireTap } from "../record/recorder.ts";
 import type { TurnEndSteps } from "./turn_end.ts";
 
 /** Default grace periods: after EOF before SIGTERM (and again before SIGKILL), and after a
@@ -67,6 +68,8 @@ export interface ProxyOptions extends AgentLaunch {
   forwardSignals?: boolean;
   /** Requests of each side waiting at once (default DEFAULT_MAX_PENDING). */
   maxPending?: number;
+  /** `--record`: sees the agent's stdout and stderr (the client's side is teed by the caller). */
+  wireTap?: WireTap;
 }
 
 /** How the proxy ended. */

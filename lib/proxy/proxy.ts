@@ -9,22 +9,25 @@
 import { commandProblem } from "../agent/spawn_problem.ts";
 import { DEFAULT_INSPECT_LIMIT, LineSplitter } from "../acp/lines.ts";
 import { PendingRequests } from "../acp/tracker.ts";
-import {
-  forwardSignals,
-  forwardSignalsFromSpawn,
-  signalExitCode,
-  stopGroupOnExit,
-} from "../agent/signals.ts";
+import { SessionCwds } from "../acp/session_cwds.ts";
+import { signalExitCode } from "../agent/signals.ts";
+import { AgentOwner } from "../agent/owner.ts";
 import { type AgentProcess, type ByteSource, byteSource, startAgent } from "./agent_io.ts";
 import { AgentLines } from "./agent_lines.ts";
 import { ClientLines } from "./client_lines.ts";
 import { TurnFinisher } from "./finish.ts";
 import { Lifecycle } from "./lifecycle.ts";
-import { DEFAULT_MAX_PENDING, type ProxyOptions, type ProxyResult } from "./options.ts";
+import {
+  DEFAULT_GRACE_MS,
+  DEFAULT_MAX_PENDING,
+  type ProxyOptions,
+  type ProxyResult,
+} from "./options.ts";
 import { LineOutput } from "./output.ts";
 import { drain, Guard, pump, SourceHold } from "./relay.ts";
 import { RetryQueue } from "./retries.ts";
 import { SilenceWatch } from "./silence.ts";
+import { timerDelay } from "../io/timer_delay.ts";
 import type { ProxyState } from "./state.ts";
 import { Turns } from "./turns.ts";
 import { answerUnstarted } from "./unstarted.ts";
@@ -34,29 +37,55 @@ export type { ProxyOptions, ProxyResult } from "./options.ts";
 
 /** Runs the proxy until the agent exits; resolves with turnguard's exit status. */
 export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
-  // Signals that come while the agent starts reach it (and its group) too.
-  const early: string[] = [];
-  const forwarding = opts.forwardSignals === false
-    ? { attach: () => {}, stop: () => {} }
-    : forwardSignalsFromSpawn((signal) => early.push(signal));
-  // A process group of its own: stopped as a whole (see signals.ts).
-  const child = await startAgent(opts);
-  if (child instanceof Error) {
-    forwarding.stop();
-    return await spawnFailure(opts, child);
+  // The agent's owner listens to signals from before the spawn: one that comes while the
+  // agent starts reaches it (and its group) once it runs.
+  const signals: string[] = [];
+  let onSignal: (signal: string) => void = (signal) => void signals.push(signal);
+  const owner = new AgentOwner({
+    ownGroup: true,
+    graceMs: timerDelay(opts.graceMs ?? DEFAULT_GRACE_MS),
+    keepDaemons: opts.keepDaemons,
+    signals: opts.forwardSignals !== false,
+    onSignal: (signal) => onSignal(signal),
+    log: opts.verbose ? (line) => opts.stderr.write(`turnguard: ${line}\n`) : undefined,
+  });
+  try {
+    const child = await startAgent(opts, owner);
+    if (child instanceof Error) return await spawnFailure(opts, child);
+    const proxy = new Proxy(opts, child, owner, signals.length > 0);
+    onSignal = () => proxy.signalled();
+    return await proxy.run();
+  } finally {
+    // What the agent left running is stopped: its group and its marked descendants.
+    await owner.end();
   }
-  forwarding.attach(child);
-  // The early forwarding stops only once the proxy's own is in place: no gap in which a
-  // signal would kill turnguard and leave the agent behind.
-  return await new Proxy(opts, child, early).run(forwarding.stop);
 }
 
 /**
  * Runs the proxy with an agent it did not start: a chain link's successor, reached through
  * the conductor (lib/proxy/chain.ts). Ends when `agent` says it exited.
  */
-export function runWithAgent(opts: ProxyOptions, agent: AgentProcess): Promise<ProxyResult> {
-  return new Proxy(opts, agent).run();
+export async function runWithAgent(
+  opts: ProxyOptions,
+  agent: AgentProcess,
+): Promise<ProxyResult> {
+  // No process of its own to stop, but the same signals: SIGTERM finishes the link now.
+  let proxy: Proxy | null = null;
+  let early = false;
+  const owner = new AgentOwner({
+    ownGroup: false,
+    graceMs: timerDelay(opts.graceMs ?? DEFAULT_GRACE_MS),
+    keepDaemons: true,
+    signals: opts.forwardSignals !== false,
+    onSignal: () => proxy ? proxy.signalled() : (early = true),
+    log: opts.verbose ? (line) => opts.stderr.write(`turnguard: ${line}\n`) : undefined,
+  });
+  try {
+    proxy = new Proxy(opts, agent, owner, early);
+    return await proxy.run();
+  } finally {
+    await owner.end();
+  }
 }
 
 /** The agent did not start: the client's first requests get the reason (proxy/unstarted.ts). */
@@ -83,9 +112,11 @@ class Proxy {
   readonly #fromClient: LineSplitter;
   readonly #fromAgent: LineSplitter;
   readonly #input: ByteSource;
+  readonly #owner: AgentOwner;
 
-  /** `early`: the signals forwarded while the agent started. */
-  constructor(opts: ProxyOptions, child: AgentProcess, early: readonly string[] = []) {
+  /** `early`: whether a signal came while the agent started. */
+  constructor(opts: ProxyOptions, child: AgentProcess, owner: AgentOwner, early: boolean) {
+    this.#owner = owner;
     const input = this.#input = byteSource(opts.input);
     const max = opts.maxPending ?? DEFAULT_MAX_PENDING;
     const steps = opts.turnEnd ?? {};
@@ -112,6 +143,7 @@ class Proxy {
       turns: new Turns(),
       clientPending: new PendingRequests(max),
       agentPending: new PendingRequests(max),
+      sessionCwds: new SessionCwds(),
       keepText: opts.keepReplyText !== false
         ? "reply"
         : opts.classifier.text.length > 0
@@ -120,12 +152,12 @@ class Proxy {
       inFlight: new Set(),
       agentGone: false,
       clientGone: false,
-      signalled: early.length > 0,
+      signalled: early,
     };
     this.#retries = new RetryQueue(state, steps.recorder ?? null, opts.retryWaits);
     const finisher = new TurnFinisher(state, steps, this.#retries);
     this.#silence = new SilenceWatch(state, finisher);
-    this.#lifecycle = new Lifecycle(state, finisher, this.#retries);
+    this.#lifecycle = new Lifecycle(state, finisher, this.#retries, owner);
     this.#clientLines = new ClientLines(state, steps, this.#retries);
     this.#agentLines = new AgentLines(state, finisher, this.#silence);
     const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
@@ -133,22 +165,19 @@ class Proxy {
     this.#fromAgent = new LineSplitter(limit);
   }
 
-  /** Relays until the agent exited and everything it said went out; `stopEarly`: see runProxy. */
-  async run(stopEarly: () => void = () => {}): Promise<ProxyResult> {
+  /** A finish signal came (its owner forwarded it to the agent): the turns are cancelled. */
+  signalled(): void {
+    this.#state.signalled = true;
+  }
+
+  /** Relays until the agent exited and everything it said went out. */
+  async run(): Promise<ProxyResult> {
     const state = this.#state;
     const { opts, child, guard } = state;
     const input = this.#input;
     // Resolves once the agent exited and its output ended (or, held open by a grandchild,
     // stayed idle while nothing held it back): all of its bytes have been handed over.
     const exited = child.exited();
-    const stopSignals = opts.forwardSignals === false
-      ? () => {}
-      : forwardSignals(child, (signal) => {
-        state.signalled = true;
-        state.log(`forwarded ${signal} to the agent`);
-      });
-    stopEarly();
-    const stopGroup = stopGroupOnExit(child);
 
     const lifecycle = this.#lifecycle;
     child.stderr.start((chunk) => {
@@ -165,6 +194,11 @@ class Proxy {
       (chunk) => pump(this.#fromClient, chunk, state.toAgent, clientLines, guard),
       () => void lifecycle.clientClosed(this.#fromClient, clientLines),
     );
+    // Its hang-up counts even while its input is paused (the agent does not read it).
+    input.watchHangUp?.(() => {
+      state.log("the client hung up while its input was paused");
+      lifecycle.clientLeft();
+    });
     opts.output.on("error", () => {}); // the client stopped reading: keep going
     if (opts.turnTimeoutMs) this.#silence.start(opts.turnTimeoutMs);
     const unlisten = opts.retryWaits ? this.#retries.listen() : () => {};
@@ -172,7 +206,6 @@ class Proxy {
     const exit = await exited;
     lifecycle.agentExited();
     input.stop();
-    stopSignals();
     this.#silence.stop();
 
     drain(this.#fromAgent, state.toClient, agentLines, guard);
@@ -181,8 +214,8 @@ class Proxy {
     lifecycle.answerOrphans(exit.code, exit.signal);
     while (state.inFlight.size > 0) await Promise.all([...state.inFlight]);
     state.toClient.finish();
-    await state.toClient.flushed();
-    stopGroup();
+    // Told to finish now, turnguard does not wait on a client that does not read.
+    await Promise.race([state.toClient.flushed(), this.#owner.finishing]);
     const exitCode = exit.signal !== null ? signalExitCode(exit.signal) : exit.code ?? 1;
     state.log(
       `agent exited with ${exit.signal !== null ? `signal ${exit.signal}` : `status ${exit.code}`}`,

@@ -6,7 +6,7 @@
  * failure notice fits in when just the profile's text anchors read it; nothing otherwise
  * (then characters are only counted).
  */
-import { REPLY_TEXT_BYTES } from "../run/run.ts";
+import { REPLY_TEXT_BYTES } from "../agent/launch.ts";
 import { capUtf8 } from "../text/text.ts";
 
 /** Longest streamed reply still read as a possible failure notice (not a real answer). */

@@ -57,6 +57,10 @@ export class RetryQueue implements RetryHold {
     const gone = goneReason(this.#state);
     if (gone !== null) return gone;
     if (sent) return "the agent's response already went to the client";
+    if (turn.promptLine === null) {
+      return `its prompt was not kept: the ${this.#state.turns.promptLimit}-byte budget of ` +
+        `prompt copies was used up`;
+    }
     const waiting: WaitingRetry = { turn, decision, response: response ? response.slice() : null };
     const key = retryKey(turn);
     this.#waiting.set(key, waiting);
@@ -100,7 +104,7 @@ export class RetryQueue implements RetryHold {
       state.log(`recording the retry's start failed: ${errorText(err)}`);
     }
     const turn = restartTurn(state, failed, decision.attempt, state.now());
-    const prompt = turn.promptLine;
+    const prompt = turn.promptLine!; // hold() took only turns with their prompt kept
     state.toAgent.inject(
       prompt.at(-1) === 0x0a ? prompt : joinBytes([prompt, NEWLINE], prompt.length + 1),
     );
@@ -121,6 +125,7 @@ export class RetryQueue implements RetryHold {
 
   #answerStopped(waiting: WaitingRetry, why: string): void {
     const { decision, turn } = waiting;
+    this.#state.turns.releasePrompt(turn);
     const reason = `retry ${decision.attempt} of ${decision.of} was stopped before it ran (${why})`;
     this.#state.log(`session ${turn.sessionId} turn ${turn.turn}: ${reason}`);
     try {

@@ -3,6 +3,7 @@
  * turns and the requests in flight each way, and where it is in its life.
  */
 import type { PendingRequests } from "../acp/tracker.ts";
+import type { SessionCwds } from "../acp/session_cwds.ts";
 import type { AgentProcess } from "./agent_io.ts";
 import type { ProxyOptions } from "./options.ts";
 import type { LineOutput } from "./output.ts";
@@ -25,6 +26,8 @@ export interface ProxyState {
   readonly clientPending: PendingRequests;
   /** Requests the agent sent to the client. */
   readonly agentPending: PendingRequests;
+  /** Each session's working directory (`{cwd}` in the profile's paths for its turns). */
+  readonly sessionCwds: SessionCwds;
   /** How much message text each turn keeps (see ProxyOptions.keepReplyText). */
   readonly keepText: TextKeeping;
   /** Responses turnguard sends on its own, not yet settled: awaited before the end. */

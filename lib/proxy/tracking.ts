@@ -40,10 +40,17 @@ export function startTurn(
     sessionId: prompt.sessionId,
     requestId: prompt.id,
     requestIdLexeme: prompt.idLexeme,
-    promptLine: prompt.line.slice(),
+    // Kept only when a retry can use it, and then within the budget of prompt copies.
+    promptLine: opts.retryWaits ? state.turns.keepPrompt(prompt.line) : null,
     promptMeta: prompt.meta,
     startedAt: now,
-    snapshot: snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
+    snapshot: snapshotProfileLogs(
+      opts.profile,
+      opts.env,
+      now,
+      opts.fs,
+      sessionCwd(state, prompt.sessionId),
+    ),
     records: snapshotRecords(state, prompt.sessionId, now),
     trackToolCalls: publishArmed(steps),
     keepText: state.keepText,
@@ -67,7 +74,7 @@ export function restartTurn(state: ProxyState, failed: Turn, attempt: number, no
     failed,
     attempt,
     now,
-    snapshotProfileLogs(opts.profile, opts.env, now, opts.fs),
+    snapshotProfileLogs(opts.profile, opts.env, now, opts.fs, sessionCwd(state, failed.sessionId)),
     snapshotRecords(state, failed.sessionId, now),
   );
   state.clientPending.add(turn.requestId, "session/prompt", turn.sessionId);
@@ -82,7 +89,15 @@ function snapshotRecords(
 ): RecordsSnapshot | null {
   const { profile, env, fs } = state.opts;
   if (!profile.sessionRecords?.length) return null;
-  return snapshotSessionRecords(profile, env, sessionId, now, fs);
+  return snapshotSessionRecords(profile, env, sessionId, now, fs, sessionCwd(state, sessionId));
+}
+
+/**
+ * `{cwd}` for a session's turns: the cwd the client opened (or loaded) it with, else the
+ * agent's own working directory.
+ */
+export function sessionCwd(state: ProxyState, sessionId: string): string {
+  return state.sessionCwds.get(sessionId) ?? state.opts.cwd ?? process.cwd();
 }
 
 /**
@@ -96,8 +111,12 @@ export function refuse(
   line: Uint8Array,
 ): Verdict {
   const max = state.opts.maxPending ?? DEFAULT_MAX_PENDING;
-  const message = `turnguard: too many requests in flight (${max}); this one was not forwarded`;
-  state.log(`refused ${from} request ${idKey(id)}: ${max} requests in flight`);
+  const pending = from === "client" ? state.clientPending : state.agentPending;
+  const what = pending.size >= max
+    ? `${max}`
+    : `${pending.size}, holding ${pending.bytes} bytes of ids`;
+  const message = `turnguard: too many requests in flight (${what}); this one was not forwarded`;
+  state.log(`refused ${from} request ${idKey(id)}: ${what} requests in flight`);
   const answer = encodeResponse(
     errorResponse(id, message, overloadData(message)),
     idLexemeOf(line, id),

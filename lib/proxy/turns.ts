@@ -5,7 +5,7 @@
  */
 import type { ToolCallState } from "../plugin/api.ts";
 import type { Snapshot } from "../cause/snapshot.ts";
-import { applyToolCallUpdate } from "../publish/tool_calls.ts";
+import { applyToolCallUpdate, ToolCallBudget } from "../publish/tool_calls.ts";
 import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "../acp/jsonrpc.ts";
 import { bytesAt, peekChunkText, spanHead, spanText, type UpdatePeek } from "../acp/peek.ts";
 import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
@@ -35,8 +35,12 @@ export interface Turn {
   readonly requestId: JsonRpcId;
   /** The request id as the client wrote it (for responses turnguard builds). */
   readonly requestIdLexeme: string;
-  /** The prompt request's bytes as the client sent them (a retry resends these). */
-  readonly promptLine: Uint8Array;
+  /**
+   * A copy of the prompt request's bytes as the client sent them, kept only when a retry
+   * can resend them (`--retries` above 0) and within the proxy's budget of prompt copies
+   * (Turns.keepPrompt); else null.
+   */
+  readonly promptLine: Uint8Array | null;
   /** The prompt request's `params._meta`, if any. */
   readonly promptMeta: unknown;
   readonly startedAt: number;
@@ -66,6 +70,8 @@ export interface Turn {
   /** Tool call lines not merged yet, and their size. */
   pendingToolLines: Uint8Array[];
   pendingToolBytes: number;
+  /** The bytes the merged tool calls hold, against their budget (and updates dropped). */
+  readonly toolCallBudget: ToolCallBudget;
   /** The client sent `session/cancel` for this session (or turnguard forwarded a signal). */
   cancelled: boolean;
   /** When the agent last showed life in this session (ms). */
@@ -87,7 +93,7 @@ export interface TurnStart {
   requestId: JsonRpcId;
   /** The request id as written; default: as JSON encodes it. */
   requestIdLexeme?: string;
-  promptLine: Uint8Array;
+  promptLine: Uint8Array | null;
   promptMeta: unknown;
   startedAt: number;
   snapshot: Snapshot;
@@ -123,6 +129,7 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     },
     pendingToolLines: [],
     pendingToolBytes: 0,
+    toolCallBudget: new ToolCallBudget(),
     cancelled: false,
     lastActivityAt: start.startedAt,
     records: start.records ?? null,
@@ -160,7 +167,7 @@ function mergePending(turn: Turn): void {
   for (const line of lines) {
     const message = parseMessage(line);
     if (message?.kind === "notification" && isObject(message.params)) {
-      applyToolCallUpdate(calls, message.params.update);
+      applyToolCallUpdate(calls, message.params.update, turn.toolCallBudget);
     }
   }
 }
@@ -182,7 +189,7 @@ export function observeUpdate(turn: Turn, update: unknown, now: number): void {
   turn.activity++;
   turn.lastTextAt = null;
   if (turn.trackToolCalls && (kind === "tool_call" || kind === "tool_call_update")) {
-    applyToolCallUpdate(turn.toolCalls, update);
+    applyToolCallUpdate(turn.toolCalls, update, turn.toolCallBudget);
   }
 }
 
@@ -298,8 +305,47 @@ export function reachedClient(turn: Turn): boolean {
   return streamed(turn) > 0 || turn.requests > 0;
 }
 
+/**
+ * Default bytes of prompt copies one proxy keeps for retries, over every turn that is
+ * running or waiting for its retry (a client picks a prompt's size, up to the inspection
+ * limit, and how many it sends).
+ */
+export const PROMPT_COPY_BYTES = 64 * 1024 * 1024;
+
 /** The running turns of every session on one agent connection. */
 export class Turns {
+  /** Bytes of the prompt copies kept now, and the copies themselves (each counted once). */
+  #promptBytes = 0;
+  #kept = new WeakSet<Uint8Array>();
+  readonly promptLimit: number;
+
+  constructor(promptLimit: number = PROMPT_COPY_BYTES) {
+    this.promptLimit = promptLimit;
+  }
+
+  /**
+   * A copy of a prompt's bytes for its retries, charged to the budget of prompt copies;
+   * null when it does not fit (its turn then cannot be retried).
+   */
+  keepPrompt(line: Uint8Array): Uint8Array | null {
+    if (this.#promptBytes + line.length > this.promptLimit) return null;
+    const copy = line.slice();
+    this.#kept.add(copy);
+    this.#promptBytes += copy.length;
+    return copy;
+  }
+
+  /** The turn's prompt copy is no longer needed (no retry of it will run): frees its bytes. */
+  releasePrompt(turn: Turn): void {
+    const copy = turn.promptLine;
+    if (copy !== null && this.#kept.delete(copy)) this.#promptBytes -= copy.length;
+  }
+
+  /** Bytes of prompt copies kept now. */
+  get promptBytes(): number {
+    return this.#promptBytes;
+  }
+
   #counters = new Map<string, number>();
   #bySession = new Map<string, Turn>();
   #byRequest = new Map<string, Turn>();

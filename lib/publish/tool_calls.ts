@@ -40,11 +40,75 @@ export function mergeToolCall(
 }
 
 /**
- * Applies one `session/update` `update` object to a turn's calls by id; anything that is
- * not a tool call update is ignored. Returns whether it was one.
+ * Default bytes a turn's merged tool calls may hold (their fields' sizes, see
+ * stateBytes): an agent chooses how many calls a turn makes and how large their inputs
+ * and results are.
  */
-export function applyToolCallUpdate(calls: Map<string, ToolCallState>, update: unknown): boolean {
+export const TOOL_CALL_BYTES = 16 * 1024 * 1024;
+
+/**
+ * What a turn's merged tool calls hold, in bytes, against their budget; updates that would
+ * take them past it are dropped and counted.
+ */
+export class ToolCallBudget {
+  readonly limit: number;
+  #sizes = new Map<string, number>();
+  #total = 0;
+  /** Updates dropped because they did not fit. */
+  dropped = 0;
+
+  constructor(limit: number = TOOL_CALL_BYTES) {
+    this.limit = limit;
+  }
+
+  /** Bytes held now. */
+  get total(): number {
+    return this.#total;
+  }
+
+  /** Whether a call's state of `bytes` fits in place of its current one; if so, takes it. */
+  fit(id: string, bytes: number): boolean {
+    const next = this.#total - (this.#sizes.get(id) ?? 0) + bytes;
+    if (next > this.limit) {
+      this.dropped++;
+      return false;
+    }
+    this.#sizes.set(id, bytes);
+    this.#total = next;
+    return true;
+  }
+}
+
+/** About how many bytes a call's state holds: its strings' lengths, its objects' JSON. */
+export function stateBytes(state: ToolCallState): number {
+  let n = 0;
+  for (const [key, value] of Object.entries(state)) {
+    n += key.length;
+    if (typeof value === "string") n += value.length;
+    else if (value !== null && typeof value === "object") {
+      try {
+        n += JSON.stringify(value)?.length ?? 0;
+      } catch {
+        n += 0;
+      }
+    } else n += 8;
+  }
+  return n;
+}
+
+/**
+ * Applies one `session/update` `update` object to a turn's calls by id; anything that is
+ * not a tool call update is ignored. Returns whether it was one. With a `budget`, an
+ * update that would take the calls past it is dropped (and counted there).
+ */
+export function applyToolCallUpdate(
+  calls: Map<string, ToolCallState>,
+  update: unknown,
+  budget?: ToolCallBudget,
+): boolean {
   if (!isToolCallUpdate(update)) return false;
-  calls.set(update.toolCallId, mergeToolCall(calls.get(update.toolCallId), update));
+  const next = mergeToolCall(calls.get(update.toolCallId), update);
+  if (budget && !budget.fit(update.toolCallId, stateBytes(next))) return true;
+  calls.set(update.toolCallId, next);
   return true;
 }

@@ -4,18 +4,15 @@
  * streams cost about 5 ms of each `turnguard run`; this path keeps every guarantee of the
  * portable one in lib/run/run.ts (which Deno, and callers with their own streams, use):
  * stdout and stderr pass through byte for byte with backpressure, a reader that goes away
- * stops the copy (the agent meets a closed pipe), signals are forwarded, and once the agent
- * exited its output is read to the end, unless a grandchild holds the pipes open with
- * nothing moving and no write waiting on a slow reader (lib/exit_drain.ts).
+ * stops the copy (the agent meets a closed pipe), the copy lets the event loop turn while
+ * the agent floods (lib/io/loop_turn.ts), and the agent's owner (lib/agent/owner.ts)
+ * forwards signals and reads its output to the end within its deadline once it exited.
  */
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
-import { drainAfterExit, type DrainSource } from "../agent/exit_drain.ts";
-import {
-  forwardSignalsFromSpawn,
-  ownGroup,
-  type Signallable,
-  stopGroupOnExit,
-} from "../agent/signals.ts";
+import type { DrainSource } from "../agent/exit_drain.ts";
+import type { AgentOwner } from "../agent/owner.ts";
+import type { Signallable } from "../agent/signals.ts";
+import { LoopTurn } from "../io/loop_turn.ts";
 import type { StdStream } from "../io/stdio.ts";
 
 /** What the pass-through reports while the agent runs. */
@@ -26,8 +23,6 @@ export interface PassThroughTaps {
   stderr(chunk: Uint8Array): void;
   /** The reader of stdout went away (EPIPE). */
   readerGone(): void;
-  /** A forwarded signal arrived (the turn counts as cancelled). */
-  signalled(): void;
   /** The agent started (`run --timeout` arms its deadline on it). */
   spawned?(child: Signallable): void;
 }
@@ -48,11 +43,10 @@ export interface BunLaunch {
   cwd?: string;
 }
 
-/** One stream's copy: busy while it waits on its sink; when it last moved. */
+/** One stream's copy: busy while it waits on its sink. */
 interface Copy extends DrainSource {
   done: Promise<void>;
   busy: boolean;
-  movedAt: number;
 }
 
 function copy(
@@ -65,21 +59,20 @@ function copy(
   const state: Copy = {
     done: Promise.resolve(),
     busy: false,
-    movedAt: Date.now(),
     stop: () => void reader.cancel().catch(() => {}),
   };
+  const turn = new LoopTurn();
   state.done = (async () => {
     try {
       for (;;) {
+        if (turn.due()) await turn.yield();
         const { value, done } = await reader.read();
         if (done) return;
-        state.movedAt = Date.now();
         tap(value);
         if (to === null) continue;
         state.busy = true;
         await to.write(value);
         state.busy = false;
-        state.movedAt = Date.now();
         if (to.broken) {
           onBroken();
           state.stop();
@@ -96,35 +89,31 @@ function copy(
 /**
  * Runs the agent with stdin inherited and stdout/stderr copied to `stdout`/`stderr` (null:
  * stdout is only observed, for --outcome-json); resolves once it exited and its output
- * ended.
+ * ended (or its owner's deadline closed it).
  */
 export async function bunPassThrough(
   launch: BunLaunch,
+  owner: AgentOwner,
+  detached: boolean,
   stdout: StdStream | null,
   stderr: StdStream,
   taps: PassThroughTaps,
 ): Promise<AgentExit> {
   let child: BunSubprocess;
-  const detached = ownGroup();
-  // Installed before the spawn: a signal that comes while the agent starts is passed on
-  // to it, instead of killing turnguard and leaving the agent behind.
-  const forwarding = forwardSignalsFromSpawn(() => taps.signalled());
   try {
     child = bun!.spawn([launch.command, ...launch.args], {
       stdin: "inherit",
       stdout: "pipe",
       stderr: "pipe",
-      env: launch.env,
+      env: owner.env(launch.env),
       cwd: launch.cwd,
       detached,
     });
   } catch (err) {
-    forwarding.stop();
     return { pid: undefined, code: null, signal: null, error: err as Error };
   }
-  forwarding.attach(child);
+  owner.attach(child);
   taps.spawned?.(child);
-  const stopGroup = stopGroupOnExit(child);
   let gone = false;
   const readerGone = () => {
     if (!gone) gone = true, taps.readerGone();
@@ -134,12 +123,7 @@ export async function bunPassThrough(
     copy(child.stderr, stderr, taps.stderr, () => {}),
   ];
   await child.exited;
-  // An agent in the terminal's group has no group of its own to stop.
-  await drainAfterExit(copies, Promise.all(copies.map((c) => c.done)), {
-    group: detached ? child : null,
-  });
-  forwarding.stop();
-  stopGroup();
+  await owner.afterExit(copies, Promise.all(copies.map((c) => c.done)));
   return {
     pid: child.pid,
     code: child.signalCode ? null : child.exitCode,

@@ -2,58 +2,39 @@
  * `turnguard run`: the print-mode wrapper. Snapshots the agent's logs, runs it with its
  * streams passed through byte for byte, forwards signals, then scans, decides and emits.
  */
-import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { classify, timeoutCause } from "../cause/classify.ts";
-import type { Profile } from "../config/config.ts";
 import { type Cause, decide, type Decision, type TurnFacts } from "../core/decide.ts";
 import { buildOutcome, type OutcomeParts } from "../core/build_outcome.ts";
 import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
-import { findLogCause, snapshotProfileLogs } from "../cause/log_cause.ts";
+import { findLogCause, readTurnLogs, snapshotProfileLogs } from "../cause/log_cause.ts";
 import { readNotices } from "../cause/notices.ts";
+import { ReadBudget } from "../io/bounded_read.ts";
 import type { LogFs } from "../io/logfs.ts";
 import type { Outcome } from "../core/outcome.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
-import {
-  forwardSignalsFromSpawn,
-  killGroup,
-  ownGroup,
-  signalExitCode,
-  type Signallable,
-  stopGroupOnExit,
-} from "../agent/signals.ts";
+import { ownGroup, signalExitCode, type Signallable } from "../agent/signals.ts";
+import { AgentOwner } from "../agent/owner.ts";
+import { type AgentLaunch, REPLY_TEXT_BYTES, STDERR_TAIL_BYTES } from "../agent/launch.ts";
+import { waitForExit } from "../agent/node_child.ts";
+import type { Stopping } from "../agent/stop.ts";
 import { capUtf8, formatDuration, lastLines } from "../text/text.ts";
 import { Head, Tail } from "../text/byte_window.ts";
 import { bun } from "../io/bun_api.ts";
 import { type AgentExit, bunPassThrough, type PassThroughTaps } from "./bun_pass_through.ts";
-import { drainAfterExit, type DrainPolicy, type DrainSource } from "../agent/exit_drain.ts";
+import { timerDelay } from "../io/timer_delay.ts";
 import { StdStream } from "../io/stdio.ts";
 
 export { Tail };
 
-/** Bytes of the agent's stderr kept for the error message. */
-export const STDERR_TAIL_BYTES = 8 * 1024;
-/** Bytes of reply text kept in an outcome written to a file. */
-export const REPLY_TEXT_BYTES = 64 * 1024;
 /**
  * Bytes of stdout kept for `reply.text` when `--outcome-json` holds stdout back: memory
  * stays bounded whatever the agent writes; a longer reply is cut and `reply.capped` says so.
  */
 export const REPLY_CAPTURE_BYTES = 4 * 1024 * 1024;
-
-/** The agent to start and what turnguard knows of it; shared by run and proxy. */
-export interface AgentLaunch {
-  command: string;
-  args: string[];
-  profile: Profile;
-  /** The profile's classifier (lib/config/registry.ts `profileClassifier`). */
-  classifier: Classifier;
-  env: Record<string, string | undefined>;
-  cwd?: string;
-}
 
 /** How one `run` is wired to the world; tests pass their own streams, env and clock. */
 export interface RunOptions extends AgentLaunch {
@@ -70,10 +51,15 @@ export interface RunOptions extends AgentLaunch {
   turn?: number;
   /** `--timeout`: the agent is stopped after this long (SIGTERM, then SIGKILL). */
   timeoutMs?: number | null;
+  /** Hear SIGINT/SIGTERM/SIGHUP/SIGQUIT and forward them to the agent (default true). */
+  signals?: boolean;
 }
 
-/** After `--timeout`'s SIGTERM, how long the agent has to exit before SIGKILL. */
-export const TIMEOUT_KILL_GRACE_MS = 5000;
+/**
+ * After a SIGTERM from `--timeout` or forwarded from turnguard's own, how long the agent
+ * has to exit before SIGKILL.
+ */
+export const KILL_GRACE_MS = 5000;
 
 /** The result of one run: its Outcome and the exit code turnguard should exit with. */
 export interface RunResult {
@@ -99,50 +85,6 @@ export function stderrCause(
   if (!message) return null;
   const { category, retry } = classify(message, undefined, classifier, now, diagnostics);
   return { error: { code, message, category, anchor: null, source: null }, retry };
-}
-
-/**
- * Waits for the agent to exit, then for its output streams to end (lib/exit_drain.ts: a
- * grandchild holding them open with nothing moving has its group stopped, then they are
- * closed; never while a stream is paused because its reader is slow).
- */
-export function waitForExit(
-  child: ChildProcess,
-  policy: DrainPolicy,
-): Promise<{ code: number | null; signal: string | null; error?: Error }> {
-  return new Promise((resolve) => {
-    child.once("error", (err) => {
-      if (child.pid === undefined) resolve({ code: null, signal: null, error: err });
-    });
-    child.once("exit", async (code, signal) => {
-      const streams = [child.stdout, child.stderr].filter((s): s is Readable =>
-        s !== null && !s.readableEnded && !s.destroyed
-      );
-      const sources = streams.map(nodeDrainSource);
-      await drainAfterExit(sources, Promise.all(sources.map((s) => s.closed)), policy);
-      for (const s of sources) s.detach();
-      resolve({ code, signal });
-    });
-  });
-}
-
-/** A Node Readable as the drain watches it: moved on `data`, busy while paused. */
-function nodeDrainSource(stream: Readable): DrainSource & {
-  closed: Promise<void>;
-  detach(): void;
-} {
-  const onData = () => void (source.movedAt = Date.now());
-  const source = {
-    movedAt: Date.now(),
-    get busy() {
-      return stream.isPaused();
-    },
-    stop: () => void stream.destroy(),
-    closed: new Promise<void>((resolve) => stream.once("close", () => resolve())),
-    detach: () => void stream.off("data", onData).destroy(),
-  };
-  stream.on("data", onData);
-  return source;
 }
 
 /**
@@ -191,6 +133,16 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const decoder = new TextDecoder();
   let chars = 0;
 
+  const detached = ownGroup();
+  const owner = new AgentOwner({
+    ownGroup: detached,
+    graceMs: KILL_GRACE_MS,
+    keepDaemons: opts.keepDaemons,
+    signals: opts.signals !== false,
+    onSignal: () => {
+      cancelled = true;
+    },
+  });
   const taps = {
     stdout: (chunk: Uint8Array) => {
       outBytes += chunk.length;
@@ -203,17 +155,27 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       readerGone = true;
       diagnostics.push("the reader of stdout went away (broken pipe); the agent's output was cut");
     },
-    signalled: () => {
-      cancelled = true;
-    },
     spawned: (child: Signallable) => {
-      if (opts.timeoutMs) deadline = stopAfter(child, opts.timeoutMs);
+      if (opts.timeoutMs) deadline = stopAfter(child, owner, opts.timeoutMs);
     },
   };
-  const exit = bun && opts.stdout instanceof StdStream && opts.stderr instanceof StdStream
-    ? await bunPassThrough(opts, opts.captureStdout ? null : opts.stdout, opts.stderr, taps)
-    : await nodePassThrough(opts, taps);
-  deadline?.clear();
+  let exit: AgentExit;
+  try {
+    exit = bun && opts.stdout instanceof StdStream && opts.stderr instanceof StdStream
+      ? await bunPassThrough(
+        opts,
+        owner,
+        detached,
+        opts.captureStdout ? null : opts.stdout,
+        opts.stderr,
+        taps,
+      )
+      : await nodePassThrough(opts, owner, detached, taps);
+  } finally {
+    deadline?.clear();
+    // What the agent left running is stopped: its group and its marked descendants.
+    await owner.end();
+  }
   chars += decoder.decode().length;
   const endedAt = now();
 
@@ -221,16 +183,17 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     return spawnFailure(opts, exit.error, startedAt, endedAt, diagnostics);
   }
 
+  // The logs are read off the main thread, within the turn's read budget.
+  const scan = await readTurnLogs(opts.profile, snapshot, startedAt, new ReadBudget(), opts.fs);
   // One code plugin budget for everything that decides the turn.
   const { log, agentError } = withPluginBudget(() => {
     const log = findLogCause({
       snapshot,
-      spawnedAt: startedAt,
+      scan,
       pid: exit.pid ?? null,
       profile: opts.profile,
       classifier: opts.classifier,
       now: endedAt,
-      fs: opts.fs,
     });
     diagnostics.push(...log.diagnostics);
     const failedItself = exit.signal !== null || (exit.code !== null && exit.code !== 0);
@@ -289,29 +252,29 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
  * The portable pass-through (Deno, and callers with streams of their own): the agent
  * through node:child_process, its output copied with backpressure.
  */
-async function nodePassThrough(opts: RunOptions, taps: PassThroughTaps): Promise<AgentExit> {
+async function nodePassThrough(
+  opts: RunOptions,
+  owner: AgentOwner,
+  detached: boolean,
+  taps: PassThroughTaps,
+): Promise<AgentExit> {
   const writable = (s: Writable | StdStream) => s instanceof StdStream ? s.writable() : s;
   // Loaded here: under Bun, a run never needs node:child_process.
   const { spawn } = process.getBuiltinModule("node:child_process");
-  const detached = ownGroup();
-  // Installed before the spawn (see bunPassThrough).
-  const forwarding = forwardSignalsFromSpawn(taps.signalled);
   const child = spawn(opts.command, opts.args, {
     stdio: ["inherit", "pipe", "pipe"],
-    env: opts.env as NodeJS.ProcessEnv,
+    env: owner.env(opts.env) as NodeJS.ProcessEnv,
     cwd: opts.cwd,
     detached,
   });
-  forwarding.attach(child);
-  if (child.pid !== undefined) taps.spawned?.(child);
-  const stopGroup = stopGroupOnExit(child);
+  if (child.pid !== undefined) {
+    owner.attach(child);
+    taps.spawned?.(child);
+  }
   if (opts.captureStdout) child.stdout!.on("data", taps.stdout);
   else pipeThrough(child.stdout!, writable(opts.stdout), taps.stdout, taps.readerGone);
   pipeThrough(child.stderr!, writable(opts.stderr), taps.stderr);
-  // An agent in the terminal's group has no group of its own to stop.
-  const exit = await waitForExit(child, { group: detached ? child : null });
-  forwarding.stop();
-  stopGroup();
+  const exit = await waitForExit(child, owner);
   return { pid: child.pid, ...exit };
 }
 
@@ -322,25 +285,23 @@ interface Deadline {
 }
 
 /**
- * Stops `child` once `ms` have passed: SIGTERM, then SIGKILL if it is still there
- * TIMEOUT_KILL_GRACE_MS later (the way timeout(1) does with --kill-after) — to its process
- * group when it leads one, so the agent's own children stop with it.
+ * Stops the agent once `ms` have passed, through its owner: SIGTERM, then SIGKILL if it
+ * is still there KILL_GRACE_MS later (the way timeout(1) does with --kill-after), to its
+ * process group when it leads one.
  */
-function stopAfter(child: Signallable, ms: number): Deadline {
+function stopAfter(child: Signallable, owner: AgentOwner, ms: number): Deadline {
   let expired = false;
-  let kill: ReturnType<typeof setTimeout> | undefined;
-  const alive = () => child.exitCode === null && child.signalCode === null;
+  let stopping: Stopping | null = null;
   const term = setTimeout(() => {
-    if (!alive()) return;
+    if (child.exitCode !== null || child.signalCode !== null) return;
     expired = true;
-    killGroup(child, "SIGTERM");
-    kill = setTimeout(() => alive() && killGroup(child, "SIGKILL"), TIMEOUT_KILL_GRACE_MS);
-  }, ms);
+    stopping = owner.stop();
+  }, timerDelay(ms));
   return {
     expired: () => expired,
     clear: () => {
       clearTimeout(term);
-      clearTimeout(kill);
+      stopping?.cancel();
     },
   };
 }

@@ -5,7 +5,7 @@
  * users meet it (the proxy through `bun main.ts`, as its harness runs it).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   chownSync,
@@ -26,11 +26,14 @@ import { dirVarProblems, homeDir } from "../../lib/io/env_dirs.ts";
 import { ensureBinary } from "../helpers/binary.ts";
 import { type Finished, homeEnv, runProcess } from "../helpers/cli.ts";
 import {
+  AGENT,
+  BUN,
   fakeArgs,
   killedAfterEach,
   openSession,
   prompt,
   readOutcomes,
+  type Scratch,
   scratch,
   startProxy,
   withClient,
@@ -459,4 +462,204 @@ exit 1
     clean(r.stdout);
     clean(readFileSync(journal, "utf8"));
   });
+});
+
+/**
+ * The fake profile with session records under HOME/rec/<dir>/<session>.jsonl, read 200 ms
+ * after the agent answers.
+ */
+function withRecords(s: Scratch): string {
+  const config = readFileSync(s.config, "utf8").replace(
+    'anchors = ["fake.*"]',
+    `anchors = ["fake.*"]\nsession_records = ["${s.home}/rec/*/{session}.jsonl"]\nrecords_settle_ms = 200`,
+  );
+  writeFileSync(s.config, config);
+  return join(s.home, "rec");
+}
+
+/** Whether this kernel lets this user take a write lease on a file it owns. */
+function leasesWork(): boolean {
+  const probe = join(tmpdir(), `tg-lease-probe-${process.pid}`);
+  const r = spawnSync("python3", [
+    "-c",
+    "import fcntl,os,sys;fd=os.open(sys.argv[1],os.O_RDWR|os.O_CREAT);" +
+    "fcntl.fcntl(fd,fcntl.F_SETLEASE,fcntl.F_WRLCK)",
+    probe,
+  ]);
+  rmSync(probe, { force: true });
+  return r.status === 0;
+}
+
+/**
+ * An agent's helper that writes a record into `path` (a new session file of the turn) and
+ * holds a write lease on it for `seconds`, deaf to the kernel's SIGIO: a blocking open(2)
+ * of the file waits the kernel's lease-break time (/proc/sys/fs/lease-break-time, 45 s).
+ */
+function holdLease(path: string, seconds: number) {
+  const child = spawn("python3", [
+    "-c",
+    [
+      "import fcntl, os, signal, sys, time",
+      "signal.signal(signal.SIGIO, signal.SIG_IGN)",
+      "os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)",
+      "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)",
+      'os.write(fd, b\'{"sessionId":"sess-1","type":"user"}\\n\')',
+      "fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)",
+      "print('leased', flush=True)",
+      "time.sleep(float(sys.argv[2]))",
+    ].join("\n"),
+    path,
+    String(seconds),
+  ], { stdio: ["ignore", "pipe", "inherit"] });
+  const leased = new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve());
+    child.once("exit", (code) => reject(new Error(`the lease holder exited (${code})`)));
+  });
+  return { child, leased };
+}
+
+describe("agent-controlled files the proxy reads at a turn's end", () => {
+  test.if(leasesWork())(
+    "a session file held by a write lease: relaying goes on, the turn ends, one diagnostic",
+    async () => {
+      const s = scratch();
+      const rec = withRecords(s);
+      const leasedFile = join(rec, "z", "sess-1.jsonl");
+      const p = track(startProxy(s, fakeArgs(s, ["--verbose"]), [BUN, AGENT], {}, [binary]));
+      let holder: ReturnType<typeof holdLease> | undefined;
+      try {
+        const times = await withClient(p, async (ctx) => {
+          const sessionId = await openSession(ctx);
+          expect(sessionId).toBe("sess-1");
+          // The turn starts (its records snapshotted: the verbose line says so), then the
+          // agent's helper writes the session file and leases it before the turn ends.
+          const first = prompt(ctx, sessionId, "slow 4000 first");
+          while (!p.stderr().includes("turn 1: started")) {
+            await new Promise((r) => setTimeout(r, 20));
+          }
+          holder = holdLease(leasedFile, 60);
+          await holder.leased;
+          const t0 = performance.now();
+          expect(await first).toEqual({ stopReason: "end_turn" });
+          const t1 = performance.now();
+          expect(await prompt(ctx, sessionId, "echo second")).toEqual({ stopReason: "end_turn" });
+          return [t1 - t0, performance.now() - t1];
+        });
+        await p.exited;
+        // The lease holds for 60 s and the kernel breaks it after 45 s: blocked on it, the
+        // proxy would answer neither prompt before that. Generous smoke bounds.
+        expect(times[0]).toBeLessThan(15_000);
+        expect(times[1]).toBeLessThan(15_000);
+        const outcomes = readOutcomes(s.outcomes);
+        expect(outcomes.map((o) => o.status)).toEqual(["ok", "ok"]);
+        expect(outcomes[0].diagnostics.join("\n")).toContain(
+          `${leasedFile} was not read: another process holds a lease on it (EWOULDBLOCK)`,
+        );
+      } finally {
+        holder?.child.kill("SIGKILL");
+      }
+    },
+    60_000,
+  );
+
+  const NOT_REGULAR: [string, (path: string) => void, string][] = [
+    ["a FIFO", (p) => execFileSync("mkfifo", [p]), ""],
+    [
+      "a symbolic link to /dev/zero",
+      (p) => symlinkSync("/dev/zero", p),
+      "was not read: it is a symbolic link (not followed)",
+    ],
+    [
+      "a symbolic link to another file",
+      (p) => {
+        writeFileSync(p + ".target", JSON.stringify({ sessionId: "sess-1", secret: 1 }) + "\n");
+        symlinkSync(p + ".target", p);
+      },
+      "was not read: it is a symbolic link (not followed)",
+    ],
+  ];
+  for (const [what, plant, words] of NOT_REGULAR) {
+    test(`${what} as the session file: the turn ends ok, nothing is read from it`, async () => {
+      const s = scratch();
+      const rec = withRecords(s);
+      mkdirSync(join(rec, "a"), { recursive: true });
+      const p = track(startProxy(s, fakeArgs(s), [BUN, AGENT], {}, [binary]));
+      const answers = await withClient(p, async (ctx) => {
+        const sessionId = await openSession(ctx);
+        const first = prompt(ctx, sessionId, "slow 600 hello");
+        await new Promise((r) => setTimeout(r, 200));
+        plant(join(rec, "a", `${sessionId}.jsonl`));
+        return [await first, await prompt(ctx, sessionId, "echo again")];
+      });
+      expect(answers).toEqual([{ stopReason: "end_turn" }, { stopReason: "end_turn" }]);
+      await p.exited;
+      const outcomes = readOutcomes(s.outcomes);
+      expect(outcomes.map((o) => o.status)).toEqual(["ok", "ok"]);
+      if (words) expect(outcomes[0].diagnostics.join("\n")).toContain(words);
+    }, 30_000);
+  }
+});
+
+describe("scan and explain inputs an agent controls", () => {
+  test("a FIFO, a device or a symbolic link is a one-line error at once, never a hang", async () => {
+    const dir = fresh();
+    const fifo = join(dir, "agent.log");
+    execFileSync("mkfifo", [fifo]);
+    symlinkSync("/etc/passwd", join(dir, "link.log"));
+    for (
+      const [input, words] of [
+        [fifo, "it is a FIFO"],
+        ["/dev/zero", "it is a character device"],
+        [join(dir, "link.log"), "it is a symbolic link (not followed)"],
+      ]
+    ) {
+      const r = await tg(["scan", input], homeEnv(dir));
+      expect([r.signal, r.code, r.stdout]).toEqual([null, 2, ""]);
+      expect(r.stderr).toBe(`turnguard: scan: cannot read ${input}: ${words}\n`);
+    }
+  });
+});
+
+describe("a code plugin's own output never reaches the ACP wire", () => {
+  test(
+    "console.log and process.stdout.write in a plugin: shown on stderr, redacted and escaped; stdout stays JSON-RPC",
+    async () => {
+      const s = scratch();
+      const key = "sk-ant-api03-" + "k".repeat(24);
+      writeFileSync(
+        join(s.dir, "chatty.ts"),
+        `console.log("hello from the plugin ${key} \\x1b]0;pwned\\x07");\n` +
+          `process.stdout.write("{not json\\n");\n` +
+          `export default { anchors: [{ id: "chatty.any", on: ["log"], match() { return null; } }] };\n`,
+      );
+      writeFileSync(s.config, `plugins = ["chatty.ts"]\n` + readFileSync(s.config, "utf8"));
+      const p = track(startProxy(s, fakeArgs(s), [BUN, AGENT], {}, [binary]));
+      let out = "";
+      p.child.stdout!.on("data", (c: Uint8Array) => out += new TextDecoder().decode(c));
+      p.child.stdin!.write(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: 1, clientCapabilities: {} },
+        }) + "\n",
+      );
+      for (let i = 0; i < 500 && !out.includes('"id":1'); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // The plugin loaded and printed before the answer: give its messages time to arrive.
+      await new Promise((r) => setTimeout(r, 300));
+      p.child.stdin!.end();
+      await p.exited;
+      const lines = out.split("\n").filter((l) => l !== "");
+      expect(lines.length).toBe(1);
+      expect(JSON.parse(lines[0])).toMatchObject({ jsonrpc: "2.0", id: 1 });
+      const err = p.stderr();
+      expect(err).toContain(`turnguard: plugin ${join(s.dir, "chatty.ts")}: hello from the plugin`);
+      expect(err).toContain(`turnguard: plugin ${join(s.dir, "chatty.ts")}: {not json`);
+      expect(err).not.toContain(key);
+      expect(err).not.toContain("\x1b");
+    },
+    30_000,
+  );
 });

@@ -17,11 +17,11 @@ const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 export const LAYERS: readonly (readonly string[])[] = [
   ["lib/text", "lib/errors.ts", "lib/version.ts", "lib/once.ts", "lib/types"],
   ["lib/io"],
-  ["lib/acp", "lib/record"],
+  ["lib/acp"],
   ["lib/core"],
   ["lib/plugin"],
   ["lib/cause"],
-  ["lib/publish", "lib/telemetry"],
+  ["lib/publish", "lib/telemetry", "lib/record"],
   ["plugins"],
   ["lib/config"],
   ["lib/agent", "lib/journal"],

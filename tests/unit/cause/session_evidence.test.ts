@@ -343,7 +343,7 @@ describe("session record files", () => {
       expect(r.problem).toContain("cannot name");
     }
   });
-  test("only what the turn appended, complete lines, and never another session's file", () => {
+  test("only what the turn appended, complete lines, and never another session's file", async () => {
     const home = mkdtempSync(join(tmpdir(), "tg-records-"));
     const dir = join(home, "p");
     mkdirSync(dir);
@@ -358,7 +358,7 @@ describe("session record files", () => {
     );
     appendFileSync(mine, JSON.stringify({ sessionId: "abcdefgh-1", n: 1 }) + '\n{"n":');
     writeFileSync(other, JSON.stringify({ sessionId: "abcdefgh-2", n: 2 }) + "\n");
-    const read = readSessionRecords(taken, Date.now() - 10);
+    const read = await readSessionRecords(taken, Date.now() - 10);
     expect(read.records.map((r) => r.record)).toEqual([{ sessionId: "abcdefgh-1", n: 1 }]);
     expect(read.diagnostics.join("\n")).toContain("belong to session abcdefgh-2");
   });
