@@ -289,8 +289,33 @@ const transcript = (code: number): Check => async (e, box) => {
   expect({ key: e.key, code: r.code }).toEqual({ key: e.key, code });
 };
 
+/**
+ * An example of docs/PLUGINS.md's "Teach turnguard a new agent": that section is run step by
+ * step, in order, by tests/e2e/plugins_walkthrough.test.ts (each step needs the ones before
+ * it). Here: the command stands in that section, and that test still runs the section.
+ */
+const WALKTHROUGH: Check = async (e) => {
+  const title = "## Teach turnguard a new agent";
+  const doc = readFileSync(join(ROOT, "docs", "PLUGINS.md"), "utf8");
+  const start = doc.indexOf(title);
+  const end = doc.indexOf("\n## ", start + title.length);
+  expect(start).toBeGreaterThan(-1);
+  expect(doc.slice(start, end < 0 ? undefined : end)).toContain(`$ ${e.command}\n`);
+  const walkthrough = readFileSync(
+    join(ROOT, "tests", "e2e", "plugins_walkthrough.test.ts"),
+    "utf8",
+  );
+  expect(walkthrough).toContain(`const TITLE = "${title}";`);
+};
+
 /** Every example, by key (tests/helpers/doc_examples.ts), and how to run and check it. */
 const EXAMPLES: Record<string, Check> = {
+  // --- docs/PLUGINS.md "Teach turnguard a new agent" (tests/e2e/plugins_walkthrough.test.ts)
+  "docs/PLUGINS.md: turnguard replay --config examples/agents/scribe/records.toml scribe.rec":
+    WALKTHROUGH,
+  "docs/PLUGINS.md: turnguard replay -v --config examples/agents/scribe/turnguard.toml scribe.rec":
+    WALKTHROUGH,
+  "docs/PLUGINS.md: turnguard check --config examples/agents/scribe/turnguard.toml": WALKTHROUGH,
   // --- --help
   "--help of run: turnguard run --timeout 600 -- agy --print 'fix the failing test'": async (
     e,
