@@ -294,7 +294,7 @@ const transcript = (code: number): Check => async (e, box) => {
  * step, in order, by tests/e2e/plugins_walkthrough.test.ts (each step needs the ones before
  * it). Here: the command stands in that section, and that test still runs the section.
  */
-const WALKTHROUGH: Check = async (e) => {
+const WALKTHROUGH: Check = (e) => {
   const title = "## Teach turnguard a new agent";
   const doc = readFileSync(join(ROOT, "docs", "PLUGINS.md"), "utf8");
   const start = doc.indexOf(title);
@@ -306,6 +306,7 @@ const WALKTHROUGH: Check = async (e) => {
     "utf8",
   );
   expect(walkthrough).toContain(`const TITLE = "${title}";`);
+  return Promise.resolve();
 };
 
 /** Every example, by key (tests/helpers/doc_examples.ts), and how to run and check it. */
