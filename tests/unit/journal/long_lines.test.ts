@@ -13,7 +13,7 @@ import { formatRecord, type JournalRecord } from "../../../lib/journal/records.t
 const dir = mkdtempSync(join(tmpdir(), "tg-journal-long-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const started = (turn: number): JournalRecord => ({
+const started = (turn: number, promptId: string | null = null): JournalRecord => ({
   ts: "2026-01-01T00:00:00.000Z",
   name: "w1",
   session: "s1",
@@ -22,11 +22,11 @@ const started = (turn: number): JournalRecord => ({
   event: "turn_started",
   mode: "run",
   agent: "agy",
-  promptId: null,
+  promptId,
 });
 
 test("appendTo grows in place: a line built from many pieces is copied about twice", () => {
-  let partial = new Uint8Array(0);
+  let partial: Uint8Array = new Uint8Array(0);
   const piece = new Uint8Array(1000).fill(65);
   const buffers = new Set<ArrayBufferLike>();
   for (let i = 0; i < 10_000; i++) {
@@ -72,7 +72,7 @@ test("a long line under the limit, followed as it grows, is read whole", () => {
   const path = join(dir, "journal2.jsonl");
   writeFileSync(path, "");
   const reader = new JournalReader(path);
-  const record = formatRecord({ ...started(7), promptId: "p".repeat(4 * 1024 * 1024) });
+  const record = formatRecord(started(7, "p".repeat(4 * 1024 * 1024)));
   const diagnostics: string[] = [];
   const records: JournalRecord[] = [];
   for (let at = 0; at < record.length; at += 4096) {

@@ -43,7 +43,7 @@ describe("requests in flight", () => {
     expect(p.bytes).toBeGreaterThanOrEqual(10_000);
     while (p.size > 0) p.take(p.all()[0].id);
     expect(p.bytes).toBe(0);
-    expect(p.full).toBe(false);
+    expect(p.full as boolean).toBe(false);
   });
 });
 
