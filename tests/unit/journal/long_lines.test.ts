@@ -8,6 +8,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { appendTo, JournalReader, MAX_LINE_BYTES } from "../../../lib/journal/reader.ts";
+import { readTail } from "../../../lib/journal/tail.ts";
 import { formatRecord, type JournalRecord } from "../../../lib/journal/records.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "tg-journal-long-"));
@@ -83,4 +84,25 @@ test("a long line under the limit, followed as it grows, is read whole", () => {
   }
   expect(diagnostics).toEqual([]);
   expect(records.map((r) => r.turn)).toEqual([7]);
+});
+
+test("read from the end (wait, log, retry): a line past MAX_LINE_BYTES is passed over, not carried", () => {
+  const path = join(dir, "journal3.jsonl");
+  writeFileSync(
+    path,
+    formatRecord(started(1)) + "y".repeat(MAX_LINE_BYTES + 3 * 1024 * 1024) + "\n" +
+      formatRecord(started(2)),
+  );
+  const read = readTail(path, { limit: 10 });
+  expect(read.records.map((r) => r.turn)).toEqual([1, 2]);
+  expect(read.diagnostics).toEqual([
+    `journal ${path}:2: skipped a line longer than ${MAX_LINE_BYTES} bytes`,
+  ]);
+});
+
+test("read from the end: a long last line still being written is passed over", () => {
+  const path = join(dir, "journal4.jsonl");
+  writeFileSync(path, formatRecord(started(3)) + "z".repeat(MAX_LINE_BYTES + 1024 * 1024));
+  const read = readTail(path, { limit: 10 });
+  expect(read.records.map((r) => r.turn)).toEqual([3]);
 });
