@@ -20,6 +20,7 @@ import {
   HEAD_BYTES,
   lineName,
   listFiles,
+  MAX_LINE_BYTES,
   type RecordsRead,
   sameListing,
   type TornRecord,
@@ -150,6 +151,9 @@ function readFileBackwards(
   let fromEnd = 0;
   let reachedStart = size === 0;
   let blockSize = blockBytes;
+  /** Set while passing over a line longer than MAX_LINE_BYTES: its bytes are not kept. */
+  let skipping = false;
+  const longLine = `skipped a line longer than ${MAX_LINE_BYTES} bytes`;
   while (pos > 0 && !(end !== null && into.enough)) {
     const from = Math.max(0, pos - blockSize);
     blockSize = Math.min(blockSize * 2, Math.max(blockBytes, MAX_BLOCK));
@@ -159,11 +163,27 @@ function readFileBackwards(
     block.set(carry, pos - from);
     pos = from;
     let stop = block.length;
-    if (end === null) {
+    if (skipping) {
+      // Looking for the start of the long line: the newline before it.
+      const nl = block.lastIndexOf(10);
+      if (nl === -1 && pos > 0) continue;
+      skipping = false;
+      into.skipped.push({ path, fromEnd: fromEnd++, byte: pos + nl + 1, message: longLine });
+      if (end === null) end = pos + nl + 1;
+      if (nl === -1) {
+        reachedStart = true;
+        break;
+      }
+      stop = nl + 1;
+    } else if (end === null) {
       // The file's last newline: what follows it has no newline yet.
       const last = block.lastIndexOf(10);
       if (last === -1 && pos > 0) {
         carry = block;
+        if (carry.length > MAX_LINE_BYTES) {
+          carry = new Uint8Array(0);
+          skipping = true;
+        }
         continue;
       }
       end = pos + last + 1;
@@ -193,6 +213,11 @@ function readFileBackwards(
       reachedStart = pos === 0;
     } else {
       carry = block.slice(0, lineEnd + 1);
+      // A line this long is passed over, not carried whole into every earlier block.
+      if (carry.length > MAX_LINE_BYTES && !into.enough) {
+        carry = new Uint8Array(0);
+        skipping = true;
+      }
     }
     if (into.enough) break;
   }

@@ -64,12 +64,15 @@ export class TurnFinisher {
    * ended and recorded, never rewritten, published or held.
    */
   forwarded(turn: Turn, end: TurnEnd, note: string, now: number): Promise<Uint8Array | null> {
-    const input: TurnEndInput = {
-      conclude: this.#concludeInput(turn, end, now, null, null),
-      line: null,
-      unread: note,
-    };
-    return this.#sent(turn, endTurn(input, this.steps, this.retries, this.state.log), null);
+    const ended = this.#logs(turn, end, new ReadBudget()).then((logs) => {
+      const input: TurnEndInput = {
+        conclude: this.#concludeInput(turn, end, now, null, logs),
+        line: null,
+        unread: note,
+      };
+      return endTurn(input, this.steps, this.retries, this.state.log);
+    });
+    return this.#sent(turn, ended, null);
   }
 
   /** The bytes to send; the turn's prompt copy is freed unless a retry holds it. */

@@ -116,7 +116,10 @@ export function refuse(
     ? `${max}`
     : `${pending.size}, holding ${pending.bytes} bytes of ids`;
   const message = `turnguard: too many requests in flight (${what}); this one was not forwarded`;
-  state.log(`refused ${from} request ${idKey(id)}: ${what} requests in flight`);
+  const key = idKey(id);
+  // The id is the peer's choice, of any length: the log line names its start.
+  const shown = key.length > 80 ? `${key.slice(0, 80)}…` : key;
+  state.log(`refused ${from} request ${shown}: ${what} requests in flight`);
   const answer = encodeResponse(
     errorResponse(id, message, overloadData(message)),
     idLexemeOf(line, id),

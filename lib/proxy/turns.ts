@@ -167,7 +167,7 @@ function mergePending(turn: Turn): void {
   for (const line of lines) {
     const message = parseMessage(line);
     if (message?.kind === "notification" && isObject(message.params)) {
-      applyToolCallUpdate(calls, message.params.update, turn.toolCallBudget);
+      applyToolCallUpdate(calls, message.params.update, turn.toolCallBudget, line.length);
     }
   }
 }

@@ -40,18 +40,20 @@ export function mergeToolCall(
 }
 
 /**
- * Default bytes a turn's merged tool calls may hold (their fields' sizes, see
- * stateBytes): an agent chooses how many calls a turn makes and how large their inputs
- * and results are.
+ * Default bytes a turn's merged tool calls may hold (see ToolCallBudget): an agent chooses
+ * how many calls a turn makes and how large their inputs and results are.
  */
 export const TOOL_CALL_BYTES = 16 * 1024 * 1024;
 
 /**
  * What a turn's merged tool calls hold, in bytes, against their budget; updates that would
- * take them past it are dropped and counted.
+ * take them past it are dropped and counted. A call's size is, for each of its fields, the
+ * size of the update that last set it: an upper bound of what the field holds, known
+ * without serializing anything.
  */
 export class ToolCallBudget {
   readonly limit: number;
+  #fields = new Map<string, Map<string, number>>();
   #sizes = new Map<string, number>();
   #total = 0;
   /** Updates dropped because they did not fit. */
@@ -66,49 +68,53 @@ export class ToolCallBudget {
     return this.#total;
   }
 
-  /** Whether a call's state of `bytes` fits in place of its current one; if so, takes it. */
-  fit(id: string, bytes: number): boolean {
-    const next = this.#total - (this.#sizes.get(id) ?? 0) + bytes;
-    if (next > this.limit) {
+  /**
+   * Whether an update of `bytes` that sets `fields` of call `id` fits; if so, it is
+   * charged (in place of what those fields held).
+   */
+  fit(id: string, fields: readonly string[], bytes: number): boolean {
+    const next = new Map(this.#fields.get(id));
+    for (const f of fields) next.set(f, bytes);
+    let size = id.length;
+    for (const n of next.values()) size += n;
+    const total = this.#total - (this.#sizes.get(id) ?? 0) + size;
+    if (total > this.limit) {
       this.dropped++;
       return false;
     }
-    this.#sizes.set(id, bytes);
-    this.#total = next;
+    this.#fields.set(id, next);
+    this.#sizes.set(id, size);
+    this.#total = total;
     return true;
   }
-}
-
-/** About how many bytes a call's state holds: its strings' lengths, its objects' JSON. */
-export function stateBytes(state: ToolCallState): number {
-  let n = 0;
-  for (const [key, value] of Object.entries(state)) {
-    n += key.length;
-    if (typeof value === "string") n += value.length;
-    else if (value !== null && typeof value === "object") {
-      try {
-        n += JSON.stringify(value)?.length ?? 0;
-      } catch {
-        n += 0;
-      }
-    } else n += 8;
-  }
-  return n;
 }
 
 /**
  * Applies one `session/update` `update` object to a turn's calls by id; anything that is
  * not a tool call update is ignored. Returns whether it was one. With a `budget`, an
- * update that would take the calls past it is dropped (and counted there).
+ * update that would take the calls past it is dropped (and counted there); `bytes` is the
+ * size of the line it came in (default: its JSON's length).
  */
 export function applyToolCallUpdate(
   calls: Map<string, ToolCallState>,
   update: unknown,
   budget?: ToolCallBudget,
+  bytes?: number,
 ): boolean {
   if (!isToolCallUpdate(update)) return false;
-  const next = mergeToolCall(calls.get(update.toolCallId), update);
-  if (budget && !budget.fit(update.toolCallId, stateBytes(next))) return true;
-  calls.set(update.toolCallId, next);
+  if (budget) {
+    const fields = Object.keys(update).filter((k) => k !== "sessionUpdate" && k !== "toolCallId");
+    if (!budget.fit(update.toolCallId, fields, bytes ?? jsonLength(update))) return true;
+  }
+  calls.set(update.toolCallId, mergeToolCall(calls.get(update.toolCallId), update));
   return true;
+}
+
+/** The length of a value's JSON (0 when it has none). */
+function jsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0;
+  }
 }
