@@ -6,7 +6,7 @@ TSC      := $(BIN)/tsc
 DIST     := dist/turnguard
 SOURCES  := $(shell find main.ts lib plugins anchors.toml vocabulary.toml -type f 2>/dev/null)
 
-.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc first-contact release
+.PHONY: setup build test lint fmt demo bench fuzz clean corpus corpus-install agents-doc first-contact release ending-stress
 
 setup: node_modules/.installed
 
@@ -62,6 +62,11 @@ fmt: setup
 # SHA256SUMS, in dist/release (scripts/release.ts; TARGETS=linux-x64,... for fewer).
 release: setup lib/config/embedded_config.json lib/cause/vocabulary.json
 	$(BUN) scripts/release.ts $(if $(TARGETS),--targets $(TARGETS))
+
+# `proxy --grace 1 -- yes` ended by EOF and by SIGTERM, 20 runs each, idle and beside two
+# CPU burners (docs/RELIABILITY.md).
+ending-stress: build
+	@sh scripts/ending_stress.sh $(DIST) 20
 
 demo: build
 	@bash examples/demo.sh
