@@ -246,6 +246,14 @@ describe("explain names the signature and its source", () => {
       "vocabulary: no signature matches\n",
     );
   });
+  // A category alone can come from a generic word rule; these rows' own words must match.
+  for (const id of ["vllm.model-not-found", "vllm.context-length", "vllm.max-tokens-too-large"]) {
+    test(`a message relayed alone names ${id}`, () => {
+      const row = vocabularyRows().find((r) => r.id === id)!;
+      const line = JSON.stringify({ code: -32603, message: row.sample ?? row.text! });
+      expect(explainInput(classifier, line, "error", NOW).vocabulary?.row.id).toBe(id);
+    });
+  }
 });
 
 describe("words are compared normalized, once", () => {
