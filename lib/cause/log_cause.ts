@@ -133,3 +133,30 @@ export function codeIn(text: string): number | null {
   const m = text.match(/\(code (\d{3})\)|\bHTTP[ /](?:\d\.\d )?(\d{3})\b|\bstatus[ =:]+(\d{3})\b/i);
   return m ? Number(m[1] ?? m[2] ?? m[3]) : null;
 }
+
+/**
+ * Why a turn with no answer and no error is `empty`, and where turnguard looked: said with
+ * `-v` so that a custom agent's silent failure is never silent twice. Pure: what the turn
+ * left is passed in.
+ */
+export function emptyTurnNote(looked: {
+  profile: string;
+  /** The log patterns the profile names, expanded. */
+  patterns: readonly string[];
+  /** What the turn appended to them. */
+  scan: ScanResult;
+  /** The bytes of the agent's stderr kept (its tail). */
+  stderrBytes: number;
+}): string {
+  const logs = looked.patterns.length === 0
+    ? `profile ${looked.profile} names no log files (a profile's \`logs\` lets turnguard read them)`
+    : looked.scan.chunks.length === 0
+    ? `no log file grew during the turn (${looked.patterns.join(", ")})`
+    : `${looked.scan.chunks.length} log file(s) grew but no line logged at error level named a cause (${
+      looked.scan.chunks.map((c) => c.path).join(", ")
+    })`;
+  const stderr = looked.stderrBytes === 0
+    ? "stderr was empty"
+    : `stderr held ${looked.stderrBytes} byte(s) with no failure in them`;
+  return `empty: the agent exited 0 with no output; ${stderr}; ${logs}`;
+}

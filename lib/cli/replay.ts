@@ -17,7 +17,7 @@ import { warnLine } from "../io/output.ts";
 import { loadRegistry, selectProfile } from "../config/registry.ts";
 import { userConfigPath } from "../config/config.ts";
 import { playAgentSide, processPlayerIo } from "../record/player.ts";
-import { readTranscript, type Transcript } from "../record/transcript.ts";
+import { readTranscript, STDIN_CLOSED, type Transcript } from "../record/transcript.ts";
 import { selfArgv } from "../io/self.ts";
 import { stdout } from "../io/stdio.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
@@ -104,8 +104,11 @@ export async function replayRecording(
     let stderr = "";
     let buf = "";
     let wake: (() => void) | null = null;
+    // One decoder per stream: a character split between two chunks is decoded whole.
+    const out = new TextDecoder();
+    const err = new TextDecoder();
     child.stdout!.on("data", (c: Buffer) => {
-      buf += c.toString("utf8");
+      buf += out.decode(c, { stream: true });
       let nl;
       while ((nl = buf.indexOf("\n")) >= 0) {
         received.push(buf.slice(0, nl));
@@ -113,7 +116,7 @@ export async function replayRecording(
       }
       wake?.();
     });
-    child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    child.stderr!.on("data", (c: Buffer) => (stderr += err.decode(c, { stream: true })));
     child.stdin!.on("error", () => {}); // the proxy may end before it reads everything
     const closed = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
     let gone = false;
@@ -128,6 +131,8 @@ export async function replayRecording(
       });
     let expectA2c = 0;
     for (const e of transcript.events) {
+      // What the agent sent after the client closed its stdin comes after the close here too.
+      if (e.dir === "meta" && e.line === STDIN_CLOSED) break;
       if (e.dir === "a2c") expectA2c++;
       if (e.dir !== "c2a") continue;
       await receivedAtLeast(expectA2c);

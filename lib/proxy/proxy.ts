@@ -80,6 +80,9 @@ export async function runWithAgent(
     onSignal: () => proxy ? proxy.signalled() : (early = true),
     log: opts.verbose ? (line) => opts.stderr.write(`turnguard: ${line}\n`) : undefined,
   });
+  // Its "agent" is the envelope: a signal passed on to it ends the successor's side, and the
+  // open requests are answered as when an agent exits.
+  owner.attach(agent);
   try {
     proxy = new Proxy(opts, agent, owner, early);
     return await proxy.run();

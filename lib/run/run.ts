@@ -9,7 +9,12 @@ import { buildOutcome, type OutcomeParts } from "../core/build_outcome.ts";
 import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
-import { findLogCause, readTurnLogs, snapshotProfileLogs } from "../cause/log_cause.ts";
+import {
+  emptyTurnNote,
+  findLogCause,
+  readTurnLogs,
+  snapshotProfileLogs,
+} from "../cause/log_cause.ts";
 import { readNotices } from "../cause/notices.ts";
 import { ReadBudget } from "../io/bounded_read.ts";
 import type { LogFs } from "../io/logfs.ts";
@@ -220,6 +225,14 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       : null,
   };
   const decision = decide(facts);
+  if (decision.status === "empty" && exit.code === 0) {
+    diagnostics.push(emptyTurnNote({
+      profile: opts.profile.name,
+      patterns: snapshot.patterns,
+      scan,
+      stderrBytes: new TextEncoder().encode(stderrTail.text()).length,
+    }));
+  }
   if (opts.captureStdout && kept.truncated) {
     diagnostics.push(
       `stdout was ${outBytes} bytes; reply.text keeps its first ${REPLY_CAPTURE_BYTES} (reply.capped)`,

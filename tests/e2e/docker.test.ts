@@ -36,6 +36,7 @@ function readDockerfile(text: string) {
     volumes: json("VOLUME").flat(),
     env,
     runs: lines.filter((l) => l.startsWith("RUN ")).map((l) => l.slice(4)),
+    user: lines.filter((l) => l.startsWith("USER ")).map((l) => l.slice(5).trim()).at(-1),
   };
 }
 
@@ -66,6 +67,14 @@ for (const file of ["Dockerfile", "Dockerfile.alpine"]) {
         expect(["turnguard", "acp_agent.mjs"]).toContain(source);
       }
       expect(existsSync(join(ROOT, "examples", "agents", "acp_agent.mjs"))).toBe(true);
+    });
+
+    test("not root: the base image's node user runs it and owns the journal's volume", () => {
+      expect(image.user).toBe("node");
+      const volume = dirname(image.env.TURNGUARD_JOURNAL);
+      expect(image.runs).toContain(`mkdir -p ${volume} && chown node:node ${volume}`);
+      // The base images (node:22-*) have that user: uid 1000.
+      expect(image.from).toMatch(/^node:22-/);
     });
 
     test("ENTRYPOINT + CMD run as the engine runs them; wait reads the volume's journal", () => {

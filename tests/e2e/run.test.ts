@@ -367,13 +367,19 @@ describe("diagnostics and schema", () => {
       env: env(),
     });
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe("");
+    // An empty turn says why it is empty and where turnguard looked.
+    expect(r.stderr).toBe(
+      "turnguard: empty: the agent exited 0 with no output; stderr was empty; profile sh " +
+        "names no log files (a profile's `logs` lets turnguard read them)\n",
+    );
     const agy = await turnguard(["run", "-v", "--agent", "agy", "--", "true"], { env: env() });
     expect(agy.code).toBe(0);
     expect(agy.stderr).toBe(
       `turnguard: log directory ${
         join(home, ".gemini/antigravity-cli/log")
-      } does not exist (yet)\n`,
+      } does not exist (yet)\n` +
+        "turnguard: empty: the agent exited 0 with no output; stderr was empty; no log file " +
+        `grew during the turn (${join(home, ".gemini/antigravity-cli/log/cli-*.log")})\n`,
     );
   });
 

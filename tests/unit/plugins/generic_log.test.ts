@@ -99,8 +99,22 @@ describe("generic rules on log lines", () => {
     expect([r.code, o.status, o.error.category]).toEqual([1, "failed", "capacity"]);
   });
 
-  test("the same words at WARN are no cause: the turn is empty", async () => {
+  test("the same words at WARN are no cause: the turn is empty, and it says where it looked", async () => {
     const r = await turn("2026-03-02T10:15:04Z WARN backend: 429 Too Many Requests, retrying");
-    expect(JSON.parse(r.stdout).status).toBe("empty");
+    const o = JSON.parse(r.stdout);
+    expect(o.status).toBe("empty");
+    expect(o.diagnostics).toContain(
+      "empty: the agent exited 0 with no output; stderr was empty; 1 log file(s) grew but no " +
+        `line logged at error level named a cause (${join(home, "gateway.log")})`,
+    );
+  });
+
+  test("an empty turn of an agent with no profile says that no log was read", async () => {
+    const r = await turnguard(["run", "-v", "--", "true"], { env: homeEnv(home) });
+    expect([r.code, r.stderr.trim()]).toEqual([
+      0,
+      "turnguard: empty: the agent exited 0 with no output; stderr was empty; profile true " +
+      "names no log files (a profile's `logs` lets turnguard read them)",
+    ]);
   });
 });
