@@ -34,19 +34,12 @@ export function markedProcesses(token: string, procDir = "/proc"): number[] {
   // The token is random: `VAR=token` anywhere in the environment is this agent's mark.
   const needle = Buffer.from(`${AGENT_TOKEN_VAR}=${token}`);
   const uid = process.getuid?.();
-  let entries: string[];
-  try {
-    entries = readdirSync(procDir);
-  } catch {
-    return [];
-  }
   const found: number[] = [];
-  for (const name of entries) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+  for (const pid of processIds(procDir)) {
+    if (pid === process.pid) continue;
     try {
-      if (uid !== undefined && statSync(`${procDir}/${name}`).uid !== uid) continue;
-      if (readFileSync(`${procDir}/${name}/environ`).indexOf(needle) !== -1) found.push(pid);
+      if (uid !== undefined && statSync(`${procDir}/${pid}`).uid !== uid) continue;
+      if (readFileSync(`${procDir}/${pid}/environ`).indexOf(needle) !== -1) found.push(pid);
     } catch { /* gone, or not ours to read */ }
   }
   return found;
@@ -62,4 +55,15 @@ export function signalMarked(token: string, signal: NodeJS.Signals): number {
     } catch { /* gone meanwhile */ }
   }
   return sent;
+}
+
+/** The pids listed in `procDir` (/proc); none when it cannot be listed. */
+export function processIds(procDir = "/proc"): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync(procDir);
+  } catch {
+    return [];
+  }
+  return entries.map(Number).filter((pid) => Number.isInteger(pid) && pid > 0);
 }

@@ -5,7 +5,8 @@
  * looks for zombie children in `/proc` and reaps those the runtime left: a zombie seen on
  * two looks in a row (the runtime had an event-loop turn in between to reap its own).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { processIds } from "./descendants.ts";
 import { libc } from "../io/libc.ts";
 
 /** How often PID 1 looks for zombies. */
@@ -31,19 +32,11 @@ export async function reapOrphans(intervalMs = REAP_INTERVAL_MS): Promise<boolea
 
 /** The pids of `parent`'s children that are zombies, read from `/proc/<pid>/stat`. */
 export function zombieChildren(parent: number, procDir = "/proc"): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync(procDir);
-  } catch {
-    return [];
-  }
   const found: number[] = [];
-  for (const name of entries) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 0) continue;
+  for (const pid of processIds(procDir)) {
     let stat: string;
     try {
-      stat = readFileSync(`${procDir}/${name}/stat`, "latin1");
+      stat = readFileSync(`${procDir}/${pid}/stat`, "latin1");
     } catch {
       continue;
     }

@@ -4,7 +4,6 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import { once } from "../once.ts";
 import embeddedToml from "../../anchors.toml" with { type: "text" };
@@ -19,6 +18,7 @@ import { type PublishTable, PublishTableSchema } from "../publish/settings.ts";
 import { type TelemetryTable, TelemetryTableSchema } from "../telemetry/settings.ts";
 import { regexRisk } from "./regex_risk.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
+import { parseTomlWith } from "./toml_file.ts";
 
 /**
  * Why a path template cannot be used under `key`: it does not parse, `logs` names
@@ -196,27 +196,7 @@ export const EMBEDDED_PATH = "<embedded anchors.toml>";
 
 /** Parses and validates one config file's text; throws ConfigError naming file/line/key. */
 export function parseConfigText(path: string, source: string): ParsedConfigFile {
-  let raw: unknown;
-  try {
-    raw = parseToml(source);
-  } catch (err) {
-    if (err instanceof TomlError) {
-      throw new ConfigError(path, err.line, null, err.message.split("\n")[0]);
-    }
-    throw new ConfigError(path, null, null, String(err));
-  }
-  const result = v.safeParse(ConfigFileSchema(), raw);
-  if (!result.success) {
-    const issue = result.issues[0];
-    const keyPath: KeyStep[] = (issue.path ?? []).map((p) => p.key as KeyStep);
-    let detail = issue.message;
-    if (issue.kind === "schema" && issue.type === "strict_object") {
-      const key = String(keyPath.at(-1));
-      detail = `unknown key \`${key}\``;
-    }
-    throw new ConfigError(path, locateKey(source, keyPath), formatKeyPath(keyPath), detail);
-  }
-  return { path, source, data: result.output };
+  return { path, source, data: parseTomlWith(path, source, ConfigFileSchema()) };
 }
 
 /** Reads and validates a config file from disk. */

@@ -6,12 +6,11 @@
  * line and key (ConfigError). Run at build time (lib/config/embedded_config.ts), so the
  * binary only reads the stored result.
  */
-import { parse as parseToml, TomlError } from "smol-toml";
-import * as v from "valibot";
 import { ConfigError } from "../errors.ts";
 import { isRetryable } from "../core/retry_hint.ts";
 import { type StoredSignature, tierOf, VocabularyFileSchema } from "../cause/vocabulary.ts";
 import { regexRisk } from "./regex_risk.ts";
+import { parseTomlWith } from "./toml_file.ts";
 import { formatKeyPath, type KeyStep, locateKey } from "./toml_locate.ts";
 
 /** The path shown for the built-in vocabulary. */
@@ -24,28 +23,11 @@ export interface StoredVocabulary {
 
 /** Parses and validates vocabulary.toml's text; throws ConfigError naming file/line/key. */
 export function parseVocabularyText(path: string, source: string): StoredVocabulary {
-  let raw: unknown;
-  try {
-    raw = parseToml(source);
-  } catch (err) {
-    if (err instanceof TomlError) {
-      throw new ConfigError(path, err.line, null, err.message.split("\n")[0]);
-    }
-    throw new ConfigError(path, null, null, String(err));
-  }
-  const result = v.safeParse(VocabularyFileSchema(), raw);
+  const file = parseTomlWith(path, source, VocabularyFileSchema());
   const fail = (keyPath: readonly KeyStep[], detail: string): never => {
     throw new ConfigError(path, locateKey(source, keyPath), formatKeyPath(keyPath), detail);
   };
-  if (!result.success) {
-    const issue = result.issues[0];
-    const keyPath = (issue.path ?? []).map((p) => p.key as KeyStep);
-    const detail = issue.kind === "schema" && issue.type === "strict_object"
-      ? `unknown key \`${String(keyPath.at(-1))}\``
-      : issue.message;
-    return fail(keyPath, detail);
-  }
-  const rows = result.output.signature;
+  const rows = file.signature;
   const ids = new Map<string, number>();
   const statusCategory = new Map<number, { category: string; i: number }>();
   rows.forEach((row, i) => {
