@@ -23,7 +23,7 @@ build: $(DIST)
 
 # The embedded defaults and the provider vocabulary, parsed and validated ahead of time
 # (lib/config/embedded_config.ts writes both files).
-lib/config/embedded_config.json lib/cause/vocabulary.json &: anchors.toml vocabulary.toml lib/config/config.ts lib/config/embedded_config.ts lib/config/vocabulary_file.ts lib/cause/anchors.ts lib/cause/vocabulary.ts
+lib/config/embedded_config.json lib/cause/vocabulary.json &: anchors.toml vocabulary.toml lib/config/config.ts lib/config/embedded_config.ts lib/config/vocabulary_file.ts lib/config/toml_file.ts lib/io/path_template.ts lib/cause/anchors.ts lib/cause/vocabulary.ts
 	$(BUN) lib/config/embedded_config.ts
 
 # The JIT's tier-up thresholds scaled up at start: a command's start-up code runs once and
