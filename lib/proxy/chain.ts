@@ -17,7 +17,6 @@
  * conductor's: its exit status and stderr are never seen here, and the agent "exits" when
  * the conductor ends the chain (closes turnguard's stdin) or a signal stops turnguard.
  */
-import { Buffer } from "node:buffer";
 import {
   encodeLine,
   idKey,
@@ -43,11 +42,19 @@ import {
   byteSource,
 } from "./agent_io.ts";
 import type { ProxyOptions, ProxyResult } from "./options.ts";
+import { LineSplitter } from "../acp/lines.ts";
 import { runWithAgent } from "./proxy.ts";
 import { Guard } from "./relay.ts";
 
 const decoder = new TextDecoder();
 const LF = 0x0a;
+
+/**
+ * The envelope is read from whole lines, however long: the splitter's limit is never
+ * reached, so every segment is a whole line (a line past the inspection limit is held whole
+ * here, as it was before this splitter served the chain: a bound on it is still to do).
+ */
+const WHOLE_LINES = Number.MAX_SAFE_INTEGER;
 
 /** ACP's cancellation of a request (agent-client-protocol schema/v1/meta.unstable.json). */
 const CANCEL_REQUEST = "$/cancel_request";
@@ -75,33 +82,6 @@ export function runChainProxy(opts: ProxyOptions): Promise<ProxyResult> {
     { ...opts, input: link.clientInput, output: link.clientOutput },
     link.agent,
   );
-}
-
-/** Splits chunks into whole lines (each with its `\n`); the rest waits for the next chunk. */
-class Lines {
-  #rest: Uint8Array[] = [];
-
-  push(chunk: Uint8Array, each: (line: Uint8Array) => void): void {
-    let start = 0;
-    for (let nl = chunk.indexOf(LF); nl !== -1; nl = chunk.indexOf(LF, start)) {
-      let line = chunk.subarray(start, nl + 1);
-      if (this.#rest.length > 0) {
-        line = Buffer.concat([...this.#rest, line]);
-        this.#rest = [];
-      }
-      each(line);
-      start = nl + 1;
-    }
-    if (start < chunk.length) this.#rest.push(chunk.slice(start));
-  }
-
-  /** What is left when the stream ends: a last line without its `\n`. */
-  end(each: (line: Uint8Array) => void): void {
-    if (this.#rest.length === 0) return;
-    const line = Buffer.concat(this.#rest);
-    this.#rest = [];
-    each(line);
-  }
 }
 
 /** One side's input, fed by the link; its pause holds the conductor's connection. */
@@ -149,7 +129,7 @@ class SideSource implements ByteSource {
  * sides' lines never interleave), each as `line` makes it (null: nothing).
  */
 class SideSink implements ByteSink {
-  readonly #lines = new Lines();
+  readonly #lines = new LineSplitter(WHOLE_LINES);
   readonly #drain: (() => void)[] = [];
   readonly #error: (() => void)[] = [];
 
@@ -162,11 +142,11 @@ class SideSink implements ByteSink {
   }
 
   write(bytes: Uint8Array): boolean {
-    this.#lines.push(bytes, (line) => this.#out(line));
+    this.#lines.push(bytes, (segment) => this.#out(segment.bytes));
     return !this.wire.full;
   }
   end(): void {
-    this.#lines.end((line) => this.#out(line));
+    this.#lines.end((segment) => this.#out(segment.bytes));
     this.ended();
   }
   on(event: "drain" | "error", listener: () => void): this {
@@ -222,7 +202,8 @@ class ChainLink {
   #held = false;
   #exit: AgentExit | null = null;
   #exited: (exit: AgentExit) => void = () => {};
-  readonly #lines = new Lines();
+  /** The conductor's lines, each whole (the envelope is read from the whole line). */
+  readonly #lines = new LineSplitter(WHOLE_LINES);
   readonly #guard: Guard;
 
   constructor(
@@ -289,12 +270,12 @@ class ChainLink {
   }
 
   #fromConductor(chunk: Uint8Array): void {
-    this.#lines.push(chunk, (line) => this.#route(line));
+    this.#lines.push(chunk, (segment) => this.#route(segment.bytes));
   }
 
   /** The conductor closed the connection: both sides end, the client's first. */
   #conductorEnded(): void {
-    this.#lines.end((line) => this.#route(line));
+    this.#lines.end((segment) => this.#route(segment.bytes));
     this.clientInput.end();
     this.#agentOutput.end();
     this.#end(0, null);
