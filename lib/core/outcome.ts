@@ -80,6 +80,35 @@ export const PublishSchema = once(() =>
 /** The Outcome's `publish` field. */
 export type Publish = v.InferOutput<ReturnType<typeof PublishSchema>>;
 
+/**
+ * An attempt the agent itself made inside one turn and saw fail, observed live in its logs
+ * or session records while the turn ran (not turnguard's own `--retries`). The proxy and
+ * `run` turn each into this fact; the journal records it (`agent_attempt`), `wait` and `log`
+ * show it as progress, telemetry adds a span event, and `--fail-fast` ends a turn whose agent
+ * retries a cause that retrying cannot cure.
+ */
+export const AgentAttemptSchema = once(() =>
+  v.object({
+    /** 1 for the first failed attempt observed in this turn, then 2, 3, … */
+    n: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    /** ISO time turnguard observed it. */
+    at: v.string(),
+    /** The readable cause, as the evidence says it. */
+    cause: v.string(),
+    category: CategorySchema,
+    /** The provider's or agent's code, when the evidence names one. */
+    code: v.optional(v.union([v.number(), v.string()])),
+    /** Whether retrying this cause can succeed (the vocabulary's verdict for the category). */
+    retryable: v.boolean(),
+    /** The wait the agent announced before its next attempt, in milliseconds, when it said. */
+    nextInMs: v.optional(v.pipe(v.number(), v.minValue(0))),
+    /** Where it was seen: the agent's `log` or its session `records`, and the file. */
+    source: v.object({ kind: v.picklist(["log", "records"]), path: v.string() }),
+  })
+);
+/** One observed attempt of the agent (derived from AgentAttemptSchema). */
+export type AgentAttempt = v.InferOutput<ReturnType<typeof AgentAttemptSchema>>;
+
 /** The Outcome of one turn (v1). */
 export const OutcomeSchema = once(() =>
   v.object({
@@ -103,6 +132,13 @@ export const OutcomeSchema = once(() =>
       capped: v.optional(v.boolean()),
     }),
     publish: v.nullable(PublishSchema()),
+    /** The agent's own failed attempts observed while the turn ran; absent when none. */
+    agentAttempts: v.optional(v.array(AgentAttemptSchema())),
+    /**
+     * turnguard ended the turn before the agent did (`--fail-fast`: the agent kept retrying
+     * a cause that cannot succeed by retrying); `reason` says why. Absent otherwise.
+     */
+    endedEarly: v.optional(v.object({ reason: v.string() })),
     diagnostics: v.array(v.string()),
   })
 );

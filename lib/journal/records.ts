@@ -3,7 +3,7 @@
  * line is written and read back — including a record glued behind a torn one.
  */
 import * as v from "valibot";
-import { OutcomeSchema } from "../core/outcome.ts";
+import { AgentAttemptSchema, OutcomeSchema } from "../core/outcome.ts";
 import { once } from "../once.ts";
 import { redactedJson } from "../text/redact.ts";
 
@@ -121,6 +121,18 @@ export const RetrySettledSchema = once(() =>
   })
 );
 
+/**
+ * The agent failed an attempt inside the running turn and (usually) tries again: progress
+ * `wait` and `log` show while the turn runs (see AgentAttemptSchema).
+ */
+export const AgentAttemptRecordSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("agent_attempt"),
+    ...AgentAttemptSchema().entries,
+  })
+);
+
 /** One journal line. */
 export const JournalRecordSchema = once(() =>
   v.variant("event", [
@@ -129,6 +141,7 @@ export const JournalRecordSchema = once(() =>
     RetryScheduledSchema(),
     RetryStartedSchema(),
     RetrySettledSchema(),
+    AgentAttemptRecordSchema(),
   ])
 );
 /** One journal line (derived from JournalRecordSchema). */
@@ -137,6 +150,8 @@ export type JournalRecord = v.InferOutput<ReturnType<typeof JournalRecordSchema>
 export type RetryScheduled = v.InferOutput<ReturnType<typeof RetryScheduledSchema>>;
 /** A `retry_started` record (derived from RetryStartedSchema). */
 export type RetryStarted = v.InferOutput<ReturnType<typeof RetryStartedSchema>>;
+/** An `agent_attempt` record (derived from AgentAttemptRecordSchema). */
+export type AgentAttemptRecord = v.InferOutput<ReturnType<typeof AgentAttemptRecordSchema>>;
 /** A `retry_settled` record (derived from RetrySettledSchema). */
 export type RetrySettled = v.InferOutput<ReturnType<typeof RetrySettledSchema>>;
 

@@ -43,6 +43,8 @@ function events(): string[] {
         return `retry_started ${r.attempt}/${r.of}`;
       case "retry_settled":
         return `retry_settled ${r.attempt}/${r.of} ${r.why}: ${r.reason}`;
+      case "agent_attempt":
+        return `agent_attempt ${r.n} ${r.category}`;
     }
   });
 }
