@@ -51,7 +51,7 @@ export function logCommand(argv: string[]): number {
   if (values.json) {
     void stdout.write(turns.map((t) => redactedJson(logRow(t)) + "\n").join(""));
   } else {
-    writeShown(formatLog(turns));
+    writeShown(formatLog(turns, Date.now()));
   }
   return 0;
 }

@@ -5,7 +5,10 @@
  * of the turn before it. The latest turn is the one that started last (journal order) among
  * those whose session id or name is the target. A turn whose process is gone is reported
  * failed (or incomplete, when a record of it was cut short), never waited on for ever; with
- * --timeout, a session that is not in the journal yet is waited for.
+ * --timeout, a session that is not in the journal yet is waited for. While the turn runs,
+ * each new attempt the journal records of its agent retrying is told on stderr
+ * (`retrying: rate_limit, attempt 3, next in 8s (the agent's own retry)`); stdout carries
+ * only the report.
  */
 import { type Stats, statSync } from "node:fs";
 import { EXIT, TurnguardError, UsageError } from "../errors.ts";
@@ -16,7 +19,7 @@ import { type Owner, type RecordHead, turnKey } from "../journal/records.ts";
 import { readTail } from "../journal/tail.ts";
 import { type ChangeSignal, JournalWatch } from "../journal/watch.ts";
 import { type OwnerState, ownerState } from "../journal/process_identity.ts";
-import { printReport, replyNote, stateLine, waitRow } from "../journal/report.ts";
+import { printReport, replyNote, stateLine, turnProgress, waitRow } from "../journal/report.ts";
 import {
   awaitsOwner,
   emptyState,
@@ -83,6 +86,11 @@ export interface WaitDeps {
    * gone (an owner on another host or in another pid namespace cannot be checked).
    */
   ownerAlive(owner: Owner): boolean;
+  /**
+   * Told of the target's running turn when a read brought a new attempt of its agent (an
+   * `agent_attempt` record): the turn as folded, its latest attempt the new one.
+   */
+  progress(turn: TurnView): void;
 }
 
 /**
@@ -99,6 +107,8 @@ export async function waitForTurn(
   let state: JournalState = emptyState();
   const pendingSince = new Map<string, number>();
   const told = new Set<string>();
+  /** Agent attempts already told of, by turn and try. */
+  const progressTold = new Map<string, number>();
   const latest = (): TurnView | null => {
     const read = deps.read();
     if (read.reset) state = emptyState();
@@ -132,6 +142,13 @@ export async function waitForTurn(
     const v = verdict(turn);
     let wakeIn = TICK_MS;
     if (v.kind === "done") return { kind: "done", turn };
+    if (v.kind === "running" && turn.agentAttempts !== null) {
+      const key = `${turn.key}\n${turn.attempt}`;
+      if ((progressTold.get(key) ?? 0) < turn.agentAttempts.count) {
+        progressTold.set(key, turn.agentAttempts.count);
+        deps.progress(turn);
+      }
+    }
     if (v.kind === "pending") {
       // Per turn (its key names the writer too) and attempt.
       const key = `${turn.key}\n${turn.endedAttempt}`;
@@ -198,6 +215,10 @@ export async function waitCommand(argv: string[]): Promise<number> {
       diagnostic: (d) => warnLine(`turnguard: ${d}`),
       held: () => reader.heldHeads(),
       ownerAlive: (owner) => ownerState(owner) !== "gone",
+      progress: (turn) => {
+        const line = turnProgress(turn, Date.now());
+        if (line !== null) warnLine(`turnguard: ${turn.name} turn ${turn.turn}: ${line}`);
+      },
     });
   } finally {
     changes.close();
@@ -212,8 +233,11 @@ export async function waitCommand(argv: string[]): Promise<number> {
   }
   if (result.kind === "timeout") {
     const { turn } = result;
+    const progress = turn === null ? null : turnProgress(turn, Date.now());
     const what = turn !== null
-      ? `${turn.name} turn ${turn.turn} (session ${turn.session}) has not finished`
+      ? `${turn.name} turn ${turn.turn} (session ${turn.session}) has not finished${
+        progress === null ? "" : `; ${progress}`
+      }`
       : target === undefined
       ? `no session appeared in the journal ${path}`
       : `no session or name "${target}" appeared in the journal ${path}`;

@@ -5,6 +5,7 @@
  * not in the journal: the shells check it and pass it in (`withOwner`).
  */
 import {
+  type AgentAttemptRecord,
   type JournalRecord,
   type Owner,
   type RecordHead,
@@ -14,7 +15,7 @@ import {
   turnKey,
   writerKey,
 } from "./records.ts";
-import type { Outcome } from "../core/outcome.ts";
+import type { AgentAttempt, Outcome } from "../core/outcome.ts";
 import type { OwnerState } from "./process_identity.ts";
 import type { RecordsRead } from "./reader.ts";
 
@@ -64,10 +65,29 @@ export interface TurnView extends Owner {
   /** The attempt whose end `retry` decides (a retry_scheduled for k decides attempt k-1). */
   decidedAttempt: number | null;
   /**
+   * The agent's own failed attempts recorded (`agent_attempt`) in the turn's latest try; null
+   * when none was. Bounded: a count and the last AGENT_ATTEMPTS_KEPT.
+   */
+  agentAttempts: AgentAttemptsView | null;
+  /**
    * Journal order of the turn's first record: when it happened, across writer processes.
    * Turns are ordered by it, never by their number.
    */
   seq: number;
+}
+
+/**
+ * The last this many agent attempts of a turn are kept (with the count of all): a turn whose
+ * agent retried thousands of times costs the fold no more than one that retried five.
+ */
+export const AGENT_ATTEMPTS_KEPT = 5;
+
+/** The agent's own attempts in a turn's latest try, as the journal recorded them. */
+export interface AgentAttemptsView {
+  /** How many were recorded. */
+  count: number;
+  /** The last AGENT_ATTEMPTS_KEPT at most, oldest first; the last is the latest. */
+  recent: AgentAttempt[];
 }
 
 /** Everything the journal says, by turn (`turnKey`). */
@@ -108,6 +128,7 @@ function turnOf(state: JournalState, id: TurnId): TurnView {
       endedAttempt: null,
       retry: null,
       decidedAttempt: null,
+      agentAttempts: null,
       seq: state.seq,
     };
     state.turns.set(key, turn);
@@ -159,6 +180,8 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
       break;
     case "retry_started":
       turn.retry = { state: "running", attempt: r.attempt, of: r.of };
+      // A new try of the turn: the agent's attempts of the last one are not its progress.
+      turn.agentAttempts = null;
       turn.attempt = Math.max(turn.attempt, r.attempt);
       turn.running = true;
       break;
@@ -170,8 +193,33 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
       turn.mode ??= r.outcome.mode;
       turn.agent ??= r.outcome.agent;
       break;
+    case "agent_attempt":
+      turn.agentAttempts = withAgentAttempt(turn.agentAttempts, r);
+      break;
   }
   return state;
+}
+
+/** The attempts with one more recorded: counted, and kept among the last few. */
+export function withAgentAttempt(
+  seen: AgentAttemptsView | null,
+  r: AgentAttemptRecord,
+): AgentAttemptsView {
+  const attempt: AgentAttempt = {
+    n: r.n,
+    at: r.at,
+    cause: r.cause,
+    category: r.category,
+    ...(r.code === undefined ? {} : { code: r.code }),
+    retryable: r.retryable,
+    ...(r.nextInMs === undefined ? {} : { nextInMs: r.nextInMs }),
+    source: r.source,
+  };
+  const recent = [...(seen?.recent ?? []), attempt];
+  return {
+    count: (seen?.count ?? 0) + 1,
+    recent: recent.slice(Math.max(0, recent.length - AGENT_ATTEMPTS_KEPT)),
+  };
 }
 
 /** Folds what a reader read — records and torn records, in journal order — into the state. */

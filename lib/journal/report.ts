@@ -2,7 +2,7 @@
  * Turn reports: how a turn's state reads for people (`wait --print`, `log`) and for
  * machines (`wait --json`, `log --json`). Pure: the clock is passed in.
  */
-import type { Outcome, TurnError } from "../core/outcome.ts";
+import type { AgentAttempt, Outcome, TurnError } from "../core/outcome.ts";
 import { formatDuration, utf8Length } from "../text/text.ts";
 import { OVERDUE_MS, type RetryView, type TurnView } from "./fold.ts";
 
@@ -33,6 +33,63 @@ export interface WaitRow {
   retry: RetryRow | null;
   /** The turn's own reply (a failed turn's own streamed text), never an earlier turn's. */
   reply: string;
+  /** The agent's own failed attempts recorded in the turn's latest try; null when none. */
+  agentAttempts: AgentAttemptsRow | null;
+}
+
+/** The machine form of a turn's agent attempts (`wait --json`, `log --json`). */
+export interface AgentAttemptsRow {
+  /** How many the journal recorded in the turn's latest try. */
+  count: number;
+  /** The last few (at most AGENT_ATTEMPTS_KEPT), oldest first, as recorded. */
+  recent: AgentAttempt[];
+  /**
+   * When the agent said it tries next: the latest attempt's `at` plus its `nextInMs`; null
+   * when it did not say.
+   */
+  nextAt: string | null;
+}
+
+/** The agent attempts of a turn for a machine row; null when none was recorded. */
+export function agentAttemptsRow(turn: TurnView): AgentAttemptsRow | null {
+  const seen = turn.agentAttempts;
+  if (seen === null) return null;
+  const latest = seen.recent[seen.recent.length - 1];
+  return { count: seen.count, recent: seen.recent, nextAt: nextAttemptAt(latest) };
+}
+
+/** When the agent said it tries again after this attempt (ISO); null when it did not say. */
+function nextAttemptAt(attempt: AgentAttempt): string | null {
+  const at = Date.parse(attempt.at);
+  if (attempt.nextInMs === undefined || Number.isNaN(at)) return null;
+  return new Date(at + attempt.nextInMs).toISOString();
+}
+
+/**
+ * `retrying: rate_limit, attempt 3, next in 8s (the agent's own retry)` — what a running
+ * turn's agent is doing, from its latest recorded attempt; `now` is the clock. A cause that
+ * retrying cannot cure says so.
+ */
+export function progressLine(attempt: AgentAttempt, now: number): string {
+  const nextAt = nextAttemptAt(attempt);
+  let next = "";
+  if (nextAt !== null) {
+    const left = Date.parse(nextAt) - now;
+    next = left > 0
+      ? `, next in ${formatDuration(left)}`
+      : `, next was due ${formatDuration(-left)} ago`;
+  }
+  const own = attempt.retryable
+    ? "the agent's own retry"
+    : `the agent's own retry; ${attempt.category} is not retryable`;
+  return `retrying: ${attempt.category}, attempt ${attempt.n}${next} (${own})`;
+}
+
+/** The progress line of a running turn whose agent retries; null for any other turn. */
+export function turnProgress(turn: TurnView, now: number): string | null {
+  const seen = turn.agentAttempts;
+  if (seen === null || ending(turn).status !== "running") return null;
+  return progressLine(seen.recent[seen.recent.length - 1], now);
 }
 
 /** The error a report gives a turn whose process is gone before the turn ended. */
@@ -143,6 +200,7 @@ export function waitRow(turn: TurnView): WaitRow {
     error: end.error,
     retry: retryRow(turn),
     reply: end.reply,
+    agentAttempts: agentAttemptsRow(turn),
   };
 }
 
@@ -197,7 +255,10 @@ function withNewline(text: string): string {
  */
 export function printReport(turn: TurnView, handle: string, now: number): string {
   const end = ending(turn);
-  if (end.status === "running") return stateLine(turn) + "\n";
+  if (end.status === "running") {
+    const progress = turnProgress(turn, now);
+    return stateLine(turn) + "\n" + (progress === null ? "" : progress + "\n");
+  }
   if (end.status === "incomplete") {
     return `${stateLine(turn)}\nerror: ${incompleteError(turn.pid).message}\n`;
   }
@@ -268,6 +329,8 @@ export interface LogRow {
   attempts: number;
   retry: RetryRow | null;
   error: string | null;
+  /** The agent's own failed attempts recorded in the turn's latest try; null when none. */
+  agentAttempts: AgentAttemptsRow | null;
 }
 
 /** The row `log --json` prints for a turn. */
@@ -285,11 +348,15 @@ export function logRow(turn: TurnView): LogRow {
     attempts: turn.attempt + 1,
     retry: open ? null : retryRow(turn),
     error: end.error?.message ?? null,
+    agentAttempts: agentAttemptsRow(turn),
   };
 }
 
-/** `log` for people: one aligned line per turn. */
-export function formatLog(turns: readonly TurnView[]): string {
+/**
+ * `log` for people: one aligned line per turn; a running turn whose agent retries shows its
+ * progress (`progressLine`) in the last column. `now` is the clock.
+ */
+export function formatLog(turns: readonly TurnView[], now: number): string {
   const rows = turns.map((t) => {
     const row = logRow(t);
     return [
@@ -301,7 +368,8 @@ export function formatLog(turns: readonly TurnView[]): string {
       row.category ?? "-",
       row.durationMs === null ? "-" : formatDuration(row.durationMs),
       row.status === "running"
-        ? (t.retry?.state === "running" ? retrySummary(t) : "")
+        ? [t.retry?.state === "running" ? retrySummary(t) : "", turnProgress(t, now) ?? ""]
+          .filter((c) => c !== "").join("; ")
         : retrySummary(t),
     ];
   });

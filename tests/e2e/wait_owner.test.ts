@@ -170,6 +170,7 @@ describe("the fold with the owner's liveness passed in", () => {
         why: null,
       },
       reply: "",
+      agentAttempts: null,
     });
     expect([logRow(turn).status, logRow(turn).category, logRow(turn).error]).toEqual([
       "failed",
@@ -367,6 +368,7 @@ describe("a failed end without its decision is held per turn, not per turn numbe
       diagnostic: () => {},
       held: () => [],
       ownerAlive: () => true,
+      progress: () => {},
     });
     expect(result.kind).toBe("done");
     if (result.kind !== "done") return;

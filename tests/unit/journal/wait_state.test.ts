@@ -308,6 +308,7 @@ describe("reports", () => {
         why: null,
       },
       reply: "part",
+      agentAttempts: null,
     });
   });
 
@@ -320,7 +321,7 @@ describe("reports", () => {
       E(0, "failed", "", 2),
       S(3),
     ]);
-    expect(formatLog(recentTurns(state, 10))).toBe(
+    expect(formatLog(recentTurns(state, 10), T0)).toBe(
       "2026-01-01T00:00:01Z  w1  s1  #1  ok       -         1.5s\n" +
         "2026-01-01T00:00:02Z  w1  s1  #2  failed   capacity  1.5s  retry 1/2 waits\n" +
         "2026-01-01T00:00:03Z  w1  s1  #3  running  -         -\n",
@@ -336,6 +337,7 @@ describe("reports", () => {
       attempts: 1,
       retry: null,
       error: null,
+      agentAttempts: null,
     });
   });
 });

@@ -1,0 +1,164 @@
+/**
+ * `turnguard wait` (the compiled binary) shows a running turn's agent retrying while it
+ * follows the journal: each `agent_attempt` record another process appends is told on stderr
+ * as it arrives, stdout keeps its one report, and `--json` carries the attempts. `log` shows
+ * the running turn's progress in its last column.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { type ChildProcess, spawn } from "node:child_process";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { formatRecord, type JournalRecord } from "../../lib/journal/records.ts";
+import { ensureBinary } from "../helpers/binary.ts";
+import { homeEnv, runProcess } from "../helpers/cli.ts";
+import { testOutcome } from "../helpers/outcome.ts";
+
+let binary: string;
+let home: string;
+let journal: string;
+const children: ChildProcess[] = [];
+beforeAll(() => {
+  binary = ensureBinary();
+});
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), "tg-wait-progress-"));
+  mkdirSync(join(home, "state"));
+  journal = join(home, "state", "journal.jsonl");
+});
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill("SIGKILL");
+  rmSync(home, { recursive: true, force: true });
+});
+
+// The owner is this test process: alive while `wait` checks on it.
+const common = () => ({
+  ts: new Date().toISOString(),
+  name: "coder",
+  session: "s1",
+  turn: 1,
+  pid: process.pid,
+});
+const started = (): JournalRecord => ({
+  ...common(),
+  event: "turn_started",
+  mode: "proxy",
+  agent: "qwen-code",
+  promptId: 3,
+});
+const attempt = (n: number): JournalRecord => ({
+  ...common(),
+  event: "agent_attempt",
+  n,
+  at: new Date().toISOString(),
+  cause: "429 You exceeded your current quota, please check your plan and billing details.",
+  category: "quota",
+  code: 429,
+  retryable: false,
+  nextInMs: 60_000,
+  source: { kind: "records", path: join(home, ".qwen", "chats", "s1.jsonl") },
+});
+const ended = (): JournalRecord => ({
+  ...common(),
+  event: "turn_ended",
+  attempt: 0,
+  outcome: testOutcome("cancelled", ""),
+});
+const append = (r: JournalRecord) => appendFileSync(journal, formatRecord(r));
+
+/** Starts `turnguard wait ARGS`; its stderr lines as they come, and its end. */
+function startWait(args: string[]) {
+  const child = spawn(binary, ["wait", ...args, "--journal", journal], {
+    env: { ...process.env, ...homeEnv(home) } as NodeJS.ProcessEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (c) => (stdout += c));
+  child.stderr!.on("data", (c) => (stderr += c));
+  const exited = new Promise<number | null>((done) => child.on("close", (code) => done(code)));
+  /** Resolves once stderr holds `n` lines (a generous smoke bound, not a timing claim). */
+  const stderrLines = async (n: number) => {
+    for (let i = 0; i < 600 && stderr.split("\n").length - 1 < n; i++) await Bun.sleep(50);
+    return stderr.split("\n").filter((l) => l !== "");
+  };
+  return { exited, stderrLines, out: () => stdout, err: () => stderr };
+}
+
+const PROGRESS =
+  /^turnguard: coder turn 1: retrying: quota, attempt (\d+), next in (59|60|1m)s? \(the agent's own retry; quota is not retryable\)$/;
+
+describe("wait follows a retrying turn", () => {
+  test("each attempt appended while it waits is told on stderr; stdout is the report", async () => {
+    append(started());
+    const wait = startWait(["coder"]);
+    // An attempt recorded after `wait` started reading, then another.
+    await Bun.sleep(300);
+    append(attempt(1));
+    const first = await wait.stderrLines(1);
+    expect(first).toHaveLength(1);
+    expect(first[0]).toMatch(PROGRESS);
+    append(attempt(2));
+    const second = await wait.stderrLines(2);
+    expect(second.map((l) => l.match(PROGRESS)?.[1])).toEqual(["1", "2"]);
+    append(ended());
+    expect(await wait.exited).toBe(0);
+    expect(wait.out()).toBe("coder  ready: turn cancelled\n");
+    expect(wait.err().split("\n").filter((l) => l !== "")).toHaveLength(2);
+  });
+
+  test("attempts already in the journal: the latest is told once at the start", async () => {
+    append(started());
+    append(attempt(1));
+    append(attempt(2));
+    append(attempt(3));
+    const wait = startWait(["coder", "--json"]);
+    const lines = await wait.stderrLines(1);
+    expect(lines.map((l) => l.match(PROGRESS)?.[1])).toEqual(["3"]);
+    append(ended());
+    expect(await wait.exited).toBe(0);
+    const row = JSON.parse(wait.out());
+    expect(row.status).toBe("cancelled");
+    expect(row.agentAttempts.count).toBe(3);
+    expect(row.agentAttempts.recent.map((a: { n: number }) => a.n)).toEqual([1, 2, 3]);
+    expect(row.agentAttempts.recent[2]).toMatchObject({ category: "quota", retryable: false });
+    expect(wait.err().split("\n").filter((l) => l !== "")).toHaveLength(1);
+  });
+
+  test("a timeout says what the agent was doing", async () => {
+    append(started());
+    append(attempt(14));
+    const wait = startWait(["coder", "--timeout", "1"]);
+    expect(await wait.exited).toBe(3);
+    const lines = wait.err().split("\n").filter((l) => l !== "");
+    expect(lines[0]).toMatch(PROGRESS);
+    expect(lines[1]).toMatch(
+      /^turnguard: wait: timed out after 1s; coder turn 1 \(session s1\) has not finished; retrying: quota, attempt 14, next in \d+s \(the agent's own retry; quota is not retryable\)$/,
+    );
+  });
+});
+
+describe("log", () => {
+  test("a running turn's progress in its last column; --json carries the attempts", async () => {
+    append(started());
+    append(attempt(1));
+    append(attempt(2));
+    const text = await runProcess([binary, "log", "--journal", journal], { env: homeEnv(home) });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      /  coder  s1  #1  running  -  -  retrying: quota, attempt 2, next in (59|60|1m)s? \(the agent's own retry; quota is not retryable\)\n$/,
+    );
+    const json = await runProcess([binary, "log", "--json", "--journal", journal], {
+      env: homeEnv(home),
+    });
+    const row = JSON.parse(json.stdout);
+    expect([row.status, row.agentAttempts.count, row.agentAttempts.recent.length]).toEqual([
+      "running",
+      2,
+      2,
+    ]);
+    expect(Date.parse(row.agentAttempts.nextAt) - Date.parse(row.agentAttempts.recent[1].at))
+      .toBe(60_000);
+  });
+});
