@@ -7,7 +7,13 @@
  * Each turn is one trace: its `invoke_agent AGENT` span (kind CLIENT) is the root, with the
  * turn's final status; each attempt is a child span `attempt AGENT`, sent when the attempt
  * ends; the turn's span ends, and its one log record is emitted in its context, when the
- * last attempt ended (no retry follows, or the retry was stopped).
+ * last attempt ended (no retry follows, or the retry was stopped). Each attempt the agent
+ * itself made and saw fail (Outcome.agentAttempts) is an event `turnguard.agent_attempt` at
+ * the time it was observed: a span event on the turn's span when traces are exported, and a
+ * log-based event in the turn span's context when logs are — the form OpenTelemetry moves
+ * events to (OTEP 4430, open-telemetry/opentelemetry-specification
+ * oteps/4430-span-event-deprecation-plan.md: events as log records, span events kept for
+ * backends that read only traces).
  */
 import {
   type AnyValue,
@@ -38,6 +44,7 @@ import {
 } from "@opentelemetry/sdk-trace";
 import type { Outcome } from "../core/outcome.ts";
 import {
+  agentAttemptEvents,
   attemptRecord,
   type TurnContext,
   turnRecord,
@@ -170,6 +177,7 @@ export class OtelExport {
     }
     open.attempts++;
     open.last = { outcome, ctx };
+    this.#agentAttempts(outcome, open.span);
     const tracer = this.#tracer?.getTracer(SCOPE);
     if (tracer && open.span) {
       const rec = attemptRecord(outcome, ctx);
@@ -183,6 +191,30 @@ export class OtelExport {
       this.counts.accepted++;
     }
     if (end.final) this.#endTurn(key, open);
+  }
+
+  /**
+   * The agent's own failed attempts of one Outcome: span events on the turn's span, and
+   * log-based events in its context (see the module comment).
+   */
+  #agentAttempts(outcome: Outcome, span: Span | null): void {
+    const events = agentAttemptEvents(outcome);
+    if (events.length === 0) return;
+    if (span) { for (const e of events) span.addEvent(e.name, e.attributes, e.timeMs); }
+    if (!this.#logger) return;
+    const logger = this.#logger.getLogger(SCOPE);
+    const context = span ? trace.setSpan(ROOT_CONTEXT, span) : ROOT_CONTEXT;
+    for (const e of events) {
+      logger.emit({
+        eventName: e.name,
+        timestamp: e.timeMs,
+        severityNumber: SeverityNumber.WARN,
+        severityText: "WARN",
+        attributes: e.attributes as Attributes,
+        context,
+      });
+      this.counts.accepted++;
+    }
   }
 
   /** The retry that would have followed the turn's last attempt will not run: it ends. */

@@ -48,6 +48,52 @@ export interface AttemptRecord {
   attributes: Record<string, AttributeValue>;
 }
 
+/**
+ * The name of the event of one attempt the agent itself made and saw fail inside a turn
+ * (Outcome.agentAttempts). Events are named by the semantic conventions for events
+ * (https://github.com/open-telemetry/semantic-conventions, docs/general/events.md: a name
+ * that identifies the event's structure, following the naming guidelines — a namespace of
+ * our own, lower-case, dot-separated), with attributes and no body. Not an `exception`
+ * event: nothing was raised in turnguard; the agent reported a failed request.
+ */
+export const AGENT_ATTEMPT_EVENT = "turnguard.agent_attempt";
+
+/** At most this many agent attempts of one Outcome are exported (the latest ones). */
+export const AGENT_ATTEMPT_EVENTS = 128;
+
+/** One agent attempt, ready for its span event and its log-based event. */
+export interface AgentAttemptEvent {
+  name: string;
+  /** When turnguard observed the attempt (its `at`). */
+  timeMs: number;
+  attributes: Record<string, AttributeValue>;
+}
+
+/**
+ * The events of the agent's own failed attempts in an Outcome, oldest first: the latest
+ * AGENT_ATTEMPT_EVENTS at most, each at the time it was observed.
+ */
+export function agentAttemptEvents(outcome: Outcome): AgentAttemptEvent[] {
+  const attempts = outcome.agentAttempts ?? [];
+  return attempts.slice(Math.max(0, attempts.length - AGENT_ATTEMPT_EVENTS)).map((a) => {
+    const at = Date.parse(a.at);
+    const attributes: Record<string, AttributeValue> = {
+      [ATTR_ERROR_TYPE]: a.category,
+      "turnguard.agent_attempt.number": a.n,
+      "turnguard.agent_attempt.cause": a.cause,
+      "turnguard.agent_attempt.retryable": a.retryable,
+      "turnguard.agent_attempt.source": a.source.kind,
+    };
+    if (a.code !== undefined) attributes["turnguard.agent_attempt.code"] = String(a.code);
+    if (a.nextInMs !== undefined) attributes["turnguard.agent_attempt.next_in_ms"] = a.nextInMs;
+    return {
+      name: AGENT_ATTEMPT_EVENT,
+      timeMs: Number.isNaN(at) ? Date.parse(outcome.endedAt) : at,
+      attributes,
+    };
+  });
+}
+
 /** One turn, ready for its span and its log record. */
 export interface TurnRecord extends AttemptRecord {
   severity: "INFO" | "WARN" | "ERROR";
@@ -148,6 +194,7 @@ function outcomeAttributes(outcome: Outcome, ctx: TurnContext): Record<string, A
   }
   if (outcome.exit?.code != null) a["turnguard.exit.code"] = outcome.exit.code;
   if (outcome.exit?.signal != null) a["turnguard.exit.signal"] = outcome.exit.signal;
+  if (outcome.agentAttempts) a["turnguard.agent_attempts"] = outcome.agentAttempts.length;
   const { error, retry, publish } = outcome;
   if (error) {
     a[ATTR_ERROR_TYPE] = error.category;

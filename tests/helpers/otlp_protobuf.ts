@@ -97,7 +97,8 @@ function resource(buf: Uint8Array | undefined): Json {
 
 /**
  * Span: trace_id 1, span_id 2, parent_span_id 4, name 5, kind 6, start 7, end 8,
- * attributes 9, events 11, links 13, status 15 (message 2, code 3).
+ * attributes 9, events 11 (time 1, name 2, attributes 3), links 13, status 15 (message 2,
+ * code 3).
  */
 function span(buf: Uint8Array): Json {
   const f = fields(buf);
@@ -114,7 +115,11 @@ function span(buf: Uint8Array): Json {
     attributes: bytes(f, 9).map(keyValue),
     events: bytes(f, 11).map((e) => {
       const ef = fields(e);
-      return { name: str(ef, 2), attributes: bytes(ef, 3).map(keyValue) };
+      return {
+        timeUnixNano: String(num(ef, 1)),
+        name: str(ef, 2),
+        attributes: bytes(ef, 3).map(keyValue),
+      };
     }),
     links: bytes(f, 13).map((l) => {
       const lf = fields(l);

@@ -49,7 +49,7 @@ export interface ReceivedSpan {
   status: { code?: number; message?: string };
   attributes: Record<string, unknown>;
   links: Array<{ traceId: string; spanId: string; attributes: Record<string, unknown> }>;
-  events: Array<{ name: string; attributes: Record<string, unknown> }>;
+  events: Array<{ timeMs: number; name: string; attributes: Record<string, unknown> }>;
   resource: Record<string, unknown>;
 }
 
@@ -151,6 +151,7 @@ function ingest(path: string, msg: Json, r: Omit<Receiver, "url" | "close">): vo
             spanId: s.spanId,
             parentSpanId: s.parentSpanId ?? "",
             events: (s.events ?? []).map((e: Json) => ({
+              timeMs: ms(e.timeUnixNano),
               name: e.name,
               attributes: attrs(e.attributes),
             })),

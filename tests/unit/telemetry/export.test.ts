@@ -147,6 +147,70 @@ for (const protocol of PROTOCOLS) {
       expect(provider(" mine")).toEqual([["x_ai", "x_ai"], ["x_ai", "x_ai"]]);
     });
 
+    test("the agent's own attempts: one event each on the turn span, at its time", async () => {
+      const { r, telemetry } = await exportTo(protocol);
+      const at = (ms: number) => new Date(Date.UTC(2026, 0, 1, 12, 0, 0, ms)).toISOString();
+      const source = { kind: "records" as const, path: "/home/u/.qwen/chats/s1.jsonl" };
+      const agentAttempts = [
+        {
+          n: 1,
+          at: at(20),
+          cause:
+            "429 You exceeded your current quota, key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+          category: "quota" as const,
+          code: 429,
+          retryable: false,
+          nextInMs: 8000,
+          source,
+        },
+        {
+          n: 2,
+          at: at(60),
+          cause: "429 You exceeded your current quota",
+          category: "quota" as const,
+          retryable: false,
+          source,
+        },
+      ];
+      // The first attempt of the turn had them; its retry (with none) succeeded.
+      telemetry.attemptEnded(attempt("failed", 0, { agentAttempts }), end(0, false));
+      telemetry.attemptEnded(attempt("ok", 2000), end(1, true));
+      await telemetry.close();
+      expect(r.rejected).toEqual([]);
+      const [turn] = r.spans.filter((s) => s.name === "invoke_agent claude");
+      const attempts = r.spans.filter((s) => s.name === "attempt claude");
+      expect(turn.events.map((e) => [e.name, e.timeMs])).toEqual([
+        ["turnguard.agent_attempt", Date.parse(at(20))],
+        ["turnguard.agent_attempt", Date.parse(at(60))],
+      ]);
+      expect(turn.events[0].attributes).toEqual({
+        "error.type": "quota",
+        "turnguard.agent_attempt.number": 1,
+        "turnguard.agent_attempt.cause":
+          "429 You exceeded your current quota, key [REDACTED:anthropic]",
+        "turnguard.agent_attempt.code": "429",
+        "turnguard.agent_attempt.retryable": false,
+        "turnguard.agent_attempt.next_in_ms": 8000,
+        "turnguard.agent_attempt.source": "records",
+      });
+      expect(turn.events[1].attributes["turnguard.agent_attempt.next_in_ms"]).toBeUndefined();
+      expect(turn.events[1].attributes["turnguard.agent_attempt.code"]).toBeUndefined();
+      // The attempt that saw them counts them; the events are the turn span's only.
+      expect(attempts.map((a) => [a.attributes["turnguard.agent_attempts"], a.events.length]))
+        .toEqual(expect.arrayContaining([[2, 0], [undefined, 0]]));
+      // The same events as log records: named, at their time, in the turn span's context.
+      const events = r.logs.filter((l) => l.eventName === "turnguard.agent_attempt");
+      // No body (an empty value in OTLP/JSON, absent in protobuf).
+      const noBody = (l: (typeof events)[number]) => l.body ?? null;
+      expect(events.map((l) => [l.timeMs, l.severityText, l.severityNumber, noBody(l)])).toEqual([
+        [Date.parse(at(20)), "WARN", 13, null],
+        [Date.parse(at(60)), "WARN", 13, null],
+      ]);
+      for (const l of events) expect([l.traceId, l.spanId]).toEqual([turn.traceId, turn.spanId]);
+      expect(events[0].attributes).toEqual(turn.events[0].attributes);
+      expect(r.logs.filter((l) => l.eventName === "turnguard.turn")).toHaveLength(1);
+    });
+
     test("the sink: a key in any agent-chosen field never leaves turnguard", async () => {
       const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123";
       const { r, telemetry } = await exportTo(protocol, { include_reply: true }, {
