@@ -28,6 +28,11 @@ export interface AgentSpec {
   authenticate?: Record<string, unknown>;
   /** Writes the agent's config under the throwaway HOME; returns its environment. */
   setup(home: string, baseUrl: string): Record<string, string>;
+  /**
+   * The variables of `setup`'s environment that bound the agent's own retries; a scenario
+   * that records the agent's default retries (`agentRetries`) leaves them out.
+   */
+  retryBounds?: string[];
 }
 
 /** Where the agents are installed: outside the repository. */
@@ -75,6 +80,7 @@ export const AGENTS: AgentSpec[] = [
     args: [],
     provider: "anthropic",
     setup: claudeEnv,
+    retryBounds: ["CLAUDE_CODE_MAX_RETRIES"],
   },
   {
     name: "claude-code-acp",
@@ -84,6 +90,7 @@ export const AGENTS: AgentSpec[] = [
     args: [],
     provider: "anthropic",
     setup: claudeEnv,
+    retryBounds: ["CLAUDE_CODE_MAX_RETRIES"],
   },
   {
     name: "gemini-cli",

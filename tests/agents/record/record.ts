@@ -217,6 +217,9 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
     NO_COLOR: "1",
     ...agent.setup(home, baseUrl),
   };
+  if (scenario.agentRetries === "default") {
+    for (const name of agent.retryBounds ?? []) delete env[name];
+  }
   mkdirSync(env.TMPDIR, { recursive: true });
   const events: TranscriptEvent[] = [];
   const t0 = Date.now();
@@ -341,9 +344,10 @@ async function recordOne(agent: AgentSpec, scenario: Scenario): Promise<void> {
         mock.nextTurn();
       }
       const turn = driver.send("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
-      const r = await within(turn, TURN_MS);
+      const turnMs = scenario.turnMs ?? TURN_MS;
+      const r = await within(turn, turnMs);
       if (r === "timeout" && !exited) {
-        note = `no prompt answer within ${TURN_MS} ms: session/cancel sent`;
+        note = `no prompt answer within ${turnMs} ms: session/cancel sent`;
         driver.notify("session/cancel", { sessionId });
         await within(turn, 10_000);
         break;

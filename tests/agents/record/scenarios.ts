@@ -60,6 +60,13 @@ export interface Scenario {
    * `behavior`): a clean turn after a failed one must not inherit its failure.
    */
   then?: Partial<Record<Provider, Behavior>>;
+  /**
+   * The agent keeps its own default retry count (the recorder leaves out the agent's
+   * `retryBounds`), so the recording shows how long it retries on its own.
+   */
+  agentRetries?: "default";
+  /** The bound on the turn, when it is not the recorder's default (CORPUS_TURN_MS). */
+  turnMs?: number;
 }
 
 const reqId = "req_011CorpusMock0000000001";
@@ -236,6 +243,22 @@ export const SCENARIOS: Scenario[] = [
         "insufficient_quota",
         "insufficient_quota",
         "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+      ),
+    },
+  },
+  {
+    name: "quota_daily_retried",
+    about: "the monthly spend limit is reached, and the agent retries it as often as it does " +
+      "by default",
+    agentRetries: "default",
+    turnMs: 300_000,
+    behavior: {
+      // The same answer as quota_daily's.
+      anthropic: anthropic(
+        429,
+        "rate_limit_error",
+        "You have reached your specified API usage limits. You will regain access on 2026-12-01 at 00:00 UTC.",
+        { details: { error_code: "enforced_spend_limit_reached" } },
       ),
     },
   },
