@@ -251,13 +251,14 @@ export function needsLogCause(
     | "clientGone"
     | "exit"
     | "timeout"
+    | "endedEarly"
     | "agentError"
     | "output"
     | "notices"
     | "replyChars"
   >,
 ): boolean {
-  if (f.timeout || givenUp(f)) return false;
+  if (f.timeout || f.endedEarly || givenUp(f)) return false;
   return f.agentError ? f.agentError.error.category === "unknown" : answered(f) === 0;
 }
 
