@@ -67,6 +67,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "outcome-file": "append the Outcome as one JSON line to this file",
       timeout: "stop the agent after S seconds: SIGTERM, then SIGKILL 5 s later " +
         "(status failed, category timeout, exit 124; default: no limit)",
+      "fail-fast": FAIL_FAST,
       "keep-daemons": KEEP_DAEMONS,
       verbose: "print turnguard's diagnostics on stderr",
       ...JOURNAL,
