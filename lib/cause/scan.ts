@@ -27,6 +27,8 @@ export interface AppendedChunk {
    * snapshot's file was renamed during the turn; its new name is `path`).
    */
   reason: "grew" | "new" | "rotated" | "moved";
+  /** The read file's identity and size (its `fstat`): where a follower resumes. */
+  file?: FileStat;
 }
 
 /** The scan's answer: appended chunks newest first, and what could not be read. */
@@ -135,6 +137,7 @@ export async function scanAppended(
       text: new TextDecoder("utf-8", { fatal: false }).decode(read.bytes),
       mtimeMs: read.stat.mtimeMs,
       reason: got.reason,
+      file: read.stat,
     });
   }
   chunks.sort((a, b) => b.mtimeMs - a.mtimeMs);

@@ -124,7 +124,7 @@ export function parseRecordLines(
 }
 
 /** The session a record names in its own fields (`sessionId`, `session_id`), if any. */
-function namedSession(record: unknown): string | null {
+export function namedSession(record: unknown): string | null {
   if (typeof record !== "object" || record === null || Array.isArray(record)) return null;
   const r = record as Record<string, unknown>;
   const id = r.sessionId ?? r.session_id;

@@ -8,6 +8,11 @@ import { DEFAULT_INSPECT_LIMIT } from "../acp/lines.ts";
 import { DEFAULT_RETRY_MAX_WAIT_S } from "../retry/policy.ts";
 import { FLAG_VALUES } from "./args.ts";
 
+/** `--fail-fast`, as `run` and `proxy` say it. */
+const FAIL_FAST = "end a turn as soon as the agent's logs or session records show it " +
+  "retrying a cause retrying cannot cure (quota, auth, model, context), with that error " +
+  "(config fail_fast = true)";
+
 /** One example of a subcommand: the command line as typed, and what it does. */
 export interface Example {
   command: string;
@@ -62,6 +67,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "outcome-file": "append the Outcome as one JSON line to this file",
       timeout: "stop the agent after S seconds: SIGTERM, then SIGKILL 5 s later " +
         "(status failed, category timeout, exit 124; default: no limit)",
+      "fail-fast": FAIL_FAST,
       "keep-daemons": KEEP_DAEMONS,
       verbose: "print turnguard's diagnostics on stderr",
       ...JOURNAL,
@@ -97,6 +103,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "rewrite-errors": "rewrite the agent's own error responses with the decided cause",
       "strict-turns": "answer a turn whose reply was cut off (truncated or refused) with an " +
         "error carrying the partial text, instead of the agent's stopReason",
+      "fail-fast": FAIL_FAST,
       "max-line-bytes": `longest message inspected, in bytes (default: ${DEFAULT_INSPECT_LIMIT})`,
       grace: "seconds between EOF, SIGTERM and SIGKILL when the client leaves (default: 5)",
       "keep-daemons": KEEP_DAEMONS,

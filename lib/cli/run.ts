@@ -24,6 +24,7 @@ export const RUN_OPTIONS = {
   "outcome-file": { type: "string" },
   timeout: { type: "string" },
   "keep-daemons": { type: "boolean" },
+  "fail-fast": { type: "boolean" },
   verbose: { type: "boolean", short: "v" },
   ...JOURNAL_OPTIONS,
 } satisfies OptionSpec;
@@ -79,6 +80,8 @@ export async function runCommand(argv: string[]): Promise<number> {
         captureStdout: values["outcome-json"] === true,
         timeoutMs: timeout !== undefined ? timeout * 1000 : null,
         keepDaemons: values["keep-daemons"] === true || registry.keepDaemons,
+        failFast: values["fail-fast"] === true || (profile.failFast ?? registry.failFast),
+        onAttempt: (a) => recorder.agentAttempt(key, a),
         stdout,
         stderr,
       });

@@ -134,6 +134,8 @@ export const ProfileSchema = once(() =>
     records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
     /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
     publish: v.optional(PublishTableSchema()),
+    /** `true`/`false`: `--fail-fast` for this agent, over the file's global `fail_fast`. */
+    fail_fast: v.optional(v.boolean()),
   })
 );
 
@@ -147,6 +149,11 @@ export const ConfigFileSchema = once(() =>
     journal: v.optional(v.boolean()),
     /** `true`: what left the agent's process group outlives the turn (like `--keep-daemons`). */
     keep_daemons: v.optional(v.boolean()),
+    /**
+     * `true`: a turn whose agent retries a cause retrying cannot cure ends at once (like
+     * `--fail-fast`); a profile's own `fail_fast` wins.
+     */
+    fail_fast: v.optional(v.boolean()),
     agent: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/)), ProfileSchema())),
     anchor: v.optional(v.array(DeclarativeAnchorSchema())),
     detector: v.optional(v.array(DeclarativeDetectorSchema())),
@@ -171,6 +178,8 @@ export interface Profile {
   recordsSettleMs?: number;
   /** The `publish` table, when the profile has one. */
   publish?: PublishTable;
+  /** The profile's own `fail_fast` (absent: the global one decides). */
+  failFast?: boolean;
   /** Where `logs` and `session_records` were written (for `check`'s errors). */
   origins?: { logs?: KeyOrigin; session_records?: KeyOrigin };
 }
@@ -280,6 +289,8 @@ export interface MergedConfig {
   journal: boolean;
   /** `keep_daemons` of the last file that sets it (default false). */
   keepDaemons: boolean;
+  /** `fail_fast` of the last file that sets it (default false). */
+  failFast: boolean;
   /** What is valid but likely wrong, one line each naming file, line and key. */
   warnings: string[];
 }
@@ -298,11 +309,13 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
   let telemetry: TelemetryTable | null = null;
   let journal = true;
   let keepDaemons = false;
+  let failFast = false;
   for (const file of files) {
     pluginBudgetMs = file.data.plugin_budget_ms ?? pluginBudgetMs;
     if (file.data.telemetry) telemetry = { ...telemetry ?? {}, ...file.data.telemetry };
     journal = file.data.journal ?? journal;
     keepDaemons = file.data.keep_daemons ?? keepDaemons;
+    failFast = file.data.fail_fast ?? failFast;
     for (const [name, p] of Object.entries(file.data.agent ?? {})) {
       const prev = profiles.get(name);
       const origin = (key: "logs" | "session_records"): KeyOrigin | undefined =>
@@ -322,6 +335,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
         notices: p.notices ? compileNotices(p.notices) : prev?.notices,
         publish: p.publish ?? prev?.publish,
+        failFast: p.fail_fast ?? prev?.failFast,
         origins: { logs: origin("logs"), session_records: origin("session_records") },
       });
     }
@@ -368,6 +382,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
     telemetry,
     journal,
     keepDaemons,
+    failFast,
     warnings,
   };
 }

@@ -43,6 +43,8 @@ export interface Registry {
   journal: boolean;
   /** Whether what left the agent's process group outlives the turn (`keep_daemons`). */
   keepDaemons: boolean;
+  /** The global `fail_fast` (a profile's own `failFast` wins; `--fail-fast` turns it on). */
+  failFast: boolean;
   /** What the config files say that is valid but likely wrong (`turnguard check` prints it). */
   warnings: string[];
 }
@@ -74,6 +76,7 @@ export async function loadRegistry(opts: RegistryOptions): Promise<Registry> {
     telemetry: merged.telemetry,
     journal: merged.journal,
     keepDaemons: merged.keepDaemons,
+    failFast: merged.failFast,
     warnings: merged.warnings,
   };
 }

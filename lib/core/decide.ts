@@ -108,6 +108,11 @@ export interface TurnFacts extends BeyondWireFacts {
   /** The turn was cut short by turnguard's silence timeout. */
   timeout: Cause | null;
   /**
+   * turnguard ended the turn early (`--fail-fast`, lib/core/end_early.ts): the agent was
+   * retrying this cause, which retrying cannot cure.
+   */
+  endedEarly?: Cause | null;
+  /**
    * Proxy mode: the failure the turn's short streamed text reads as (agents stream the
    * cause as a notice just before they answer with an error). Never a failure by itself.
    */
@@ -246,13 +251,14 @@ export function needsLogCause(
     | "clientGone"
     | "exit"
     | "timeout"
+    | "endedEarly"
     | "agentError"
     | "output"
     | "notices"
     | "replyChars"
   >,
 ): boolean {
-  if (f.timeout || givenUp(f)) return false;
+  if (f.timeout || f.endedEarly || givenUp(f)) return false;
   return f.agentError ? f.agentError.error.category === "unknown" : answered(f) === 0;
 }
 
@@ -351,6 +357,7 @@ function replyChars(f: TurnFacts): number {
 function decideStatus(f: TurnFacts, notes: string[]): Decision {
   if (f.notStarted) return failed(f.notStarted);
   if (f.timeout) return failed(f.timeout);
+  if (f.endedEarly) return failed(f.endedEarly);
   if (givenUp(f) || f.stopReason === "cancelled") return ok("cancelled");
   if (f.exit) {
     const { code, signal } = f.exit;

@@ -9,7 +9,9 @@ import type { Classifier } from "../cause/classifier.ts";
 import { type Cause, decide, type Decision, needsLogCause } from "../core/decide.ts";
 import { buildOutcome } from "../core/build_outcome.ts";
 import type { LogCauseResult } from "../cause/log_cause.ts";
-import type { Outcome } from "../core/outcome.ts";
+import type { AgentAttempt, Outcome } from "../core/outcome.ts";
+import { earlyCause, type EndEarly } from "../core/end_early.ts";
+import { attemptsSummary } from "../cause/agent_attempts.ts";
 import { signalExitCode } from "../agent/signals.ts";
 import { formatDuration, utf8Length } from "../text/text.ts";
 import { errorCause, type ErrorStop, errorStopReason } from "../cause/error_cause.ts";
@@ -27,6 +29,8 @@ export type TurnEnd =
   | { kind: "result"; result: unknown; response: JsonObject }
   | { kind: "error"; error: JsonObject; response: JsonObject }
   | { kind: "timeout"; silentMs: number }
+  /** `--fail-fast` ended it: the agent was retrying a cause retrying cannot cure. */
+  | { kind: "early"; early: EndEarly }
   | {
     kind: "exit";
     code: number | null;
@@ -72,10 +76,16 @@ export function exitMessage(code: number | null, signal: string | null, tail: st
   return tail.trim() ? `${status}: ${tail.trim()}` : status;
 }
 
-/** The cause of a turn cut short for silence. */
-export function silenceCause(silentMs: number): Cause {
+/**
+ * The cause of a turn cut short for silence, with what the agent was doing when its live
+ * evidence said (`; the agent was retrying a 503 (capacity), attempt 14`).
+ */
+export function silenceCause(silentMs: number, attempts: readonly AgentAttempt[] = []): Cause {
+  const doing = attemptsSummary(attempts);
   return timeoutCause(
-    `turn timed out: the agent streamed nothing for ${formatDuration(silentMs)}`,
+    `turn timed out: the agent streamed nothing for ${formatDuration(silentMs)}${
+      doing ? `; ${doing}` : ""
+    }`,
   );
 }
 
@@ -106,7 +116,8 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
       retry,
     };
   }
-  const timeout = end.kind === "timeout" ? silenceCause(end.silentMs) : null;
+  const timeout = end.kind === "timeout" ? silenceCause(end.silentMs, turn.agentAttempts) : null;
+  const endedEarly = end.kind === "early" ? earlyCause(end.early) : null;
   const exit = end.kind === "exit" ? { code: end.code, signal: end.signal } : null;
   const clientGone = end.kind === "exit" && end.clientGone === true;
   let logCause: Cause | null = null;
@@ -118,6 +129,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
       clientGone,
       exit,
       timeout,
+      endedEarly,
       agentError,
       output,
       notices: notices?.facts ?? null,
@@ -157,6 +169,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     output,
     logCause,
     timeout,
+    endedEarly,
     textCause: streamedTextCause(turn, classifier, endedAt, diagnostics),
     ...beyond?.facts,
     ...(records ? { records } : {}),
@@ -189,6 +202,8 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     publish: null,
     diagnostics,
   }, decision);
+  if (turn.agentAttempts.length > 0) outcome.agentAttempts = [...turn.agentAttempts];
+  if (end.kind === "early") outcome.endedEarly = { reason: end.early.reason };
   return { outcome, decision, response: replacement(input, outcome, decision) };
 }
 
@@ -255,7 +270,14 @@ function replacement(
     case "error":
       return annotateError(end.response, data, input.rewriteErrors);
     case "timeout":
-      return errorResponse(turn.requestId, silenceCause(end.silentMs).error.message, data);
+      return errorResponse(turn.requestId, outcome.error?.message ?? "turn timed out", data);
+    case "early":
+      // The true error, with the attempts seen and why the turn was not left to run.
+      return errorResponse(turn.requestId, outcome.error?.message ?? end.early.attempt.cause, {
+        ...data,
+        attempts: outcome.agentAttempts ?? [],
+        endedEarly: end.early.reason,
+      });
     case "exit":
       return errorResponse(
         turn.requestId,

@@ -119,7 +119,10 @@ export class TurnFinisher {
    * lib/core/decide.ts: a silent turn's timeout, or an answered turn that streamed output).
    */
   async #logs(turn: Turn, end: TurnEnd, budget: ReadBudget): Promise<ScanResult | null> {
-    if (end.kind === "timeout" || (end.kind === "result" && streamed(turn) > 0)) return null;
+    if (
+      end.kind === "timeout" || end.kind === "early" ||
+      (end.kind === "result" && streamed(turn) > 0)
+    ) return null;
     const { profile, fs } = this.state.opts;
     try {
       return await readTurnLogs(profile, turn.snapshot, turn.startedAt, budget, fs);

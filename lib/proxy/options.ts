@@ -45,6 +45,13 @@ export interface ProxyOptions extends AgentLaunch {
    * has text anchors, and Outcomes carry no `reply.text`. Default true.
    */
   keepReplyText?: boolean;
+  /**
+   * `--fail-fast`: a turn whose agent retries a cause retrying cannot cure (live evidence,
+   * lib/core/end_early.ts) is cancelled and answered with that cause at once.
+   */
+  failFast?: boolean;
+  /** How often a running turn's logs and records are looked at (ms; default 1000). */
+  followPollMs?: number;
   /** `--rewrite-errors`. */
   rewriteErrors?: boolean;
   /** `--strict-turns`: an incomplete answer ended as `end_turn` is answered as an error. */

@@ -17,6 +17,7 @@ import { AgentLines } from "./agent_lines.ts";
 import { ClientLines } from "./client_lines.ts";
 import { TurnFinisher } from "./finish.ts";
 import { Lifecycle } from "./lifecycle.ts";
+import { LiveEvidence } from "./live.ts";
 import {
   DEFAULT_GRACE_MS,
   DEFAULT_MAX_PENDING,
@@ -160,6 +161,8 @@ class Proxy {
     this.#retries = new RetryQueue(state, steps.recorder ?? null, opts.retryWaits);
     const finisher = new TurnFinisher(state, steps, this.#retries);
     this.#silence = new SilenceWatch(state, finisher);
+    const live = new LiveEvidence(state, steps.recorder ?? null, finisher, this.#silence);
+    state.turns.follow = (turn) => live.follow(turn);
     this.#lifecycle = new Lifecycle(state, finisher, this.#retries, owner);
     this.#clientLines = new ClientLines(state, steps, this.#retries);
     this.#agentLines = new AgentLines(state, finisher, this.#silence);

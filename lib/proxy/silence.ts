@@ -5,6 +5,7 @@
  */
 import { encodeLine, encodeResponse } from "../acp/jsonrpc.ts";
 import { timerDelay } from "../io/timer_delay.ts";
+import { attemptsSummary } from "../cause/agent_attempts.ts";
 import { formatDuration } from "../text/text.ts";
 import type { TurnEnd } from "./conclude.ts";
 import type { TurnFinisher } from "./finish.ts";
@@ -73,8 +74,11 @@ export class SilenceWatch {
       }
       const silentMs = now - turn.lastActivityAt;
       if (silentMs < timeoutMs) continue;
+      const doing = attemptsSummary(turn.agentAttempts);
       state.log(
-        `session ${turn.sessionId} turn ${turn.turn}: silent for ${silentMs} ms; sending session/cancel`,
+        `session ${turn.sessionId} turn ${turn.turn}: silent for ${silentMs} ms${
+          doing ? ` (${doing})` : ""
+        }; sending session/cancel`,
       );
       const cancel = {
         jsonrpc: "2.0",
@@ -95,7 +99,10 @@ export class SilenceWatch {
     state.turns.end(turn);
     const request = state.clientPending.get(turn.requestId);
     if (request) request.answered = true;
-    const message = `the agent was silent for ${formatDuration(silentMs)}`;
+    const doing = attemptsSummary(turn.agentAttempts);
+    const message = `the agent was silent for ${formatDuration(silentMs)}${
+      doing ? `; ${doing}` : ""
+    }`;
     const fallback = encodeResponse(
       errorResponse(turn.requestId, message, crashData(message, null)),
       turn.requestIdLexeme,

@@ -11,6 +11,8 @@ import { bytesAt, peekChunkText, spanHead, spanText, type UpdatePeek } from "../
 import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
 import { type LastMessage, RESTART_GAP_MS } from "../cause/contradictions.ts";
 import type { RecordsSnapshot } from "../cause/session_records.ts";
+import type { AgentAttempt } from "../core/outcome.ts";
+import type { EndEarly } from "../core/end_early.ts";
 
 /** Most restart breaks a turn keeps (the first ones; a reply rarely restarts more). */
 export const MAX_TEXT_BREAKS = 32;
@@ -85,6 +87,12 @@ export interface Turn {
   lastTextAt: number | null;
   /** The last message the agent named by `messageId`, and its text characters. */
   lastMessage: LastMessage | null;
+  /** The agent's own failed attempts observed live while the turn runs (lib/proxy/live.ts). */
+  agentAttempts: AgentAttempt[];
+  /** `--fail-fast` ended the turn before the agent answered: on which attempt, and why. */
+  endedEarly: EndEarly | null;
+  /** Stops following the turn's evidence (called once the turn is forgotten). */
+  stopFollowing: () => void;
 }
 
 /** What a turn starts from. */
@@ -136,6 +144,9 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     textBreaks: [],
     lastTextAt: null,
     lastMessage: null,
+    agentAttempts: [],
+    endedEarly: null,
+    stopFollowing: () => {},
   };
 }
 
@@ -391,7 +402,11 @@ export class Turns {
     return fresh;
   }
 
+  /** Follows each turn it starts while it runs (set once by the proxy); returns the stop. */
+  follow: ((turn: Turn) => () => void) | null = null;
+
   #track(turn: Turn): void {
+    if (this.follow) turn.stopFollowing = this.follow(turn);
     this.#bySession.set(turn.sessionId, turn);
     this.#keys.set(turn.sessionId, new TextEncoder().encode(turn.sessionId));
     this.#listKeys();
@@ -420,8 +435,9 @@ export class Turns {
     return this.#byRequest.get(idKey(id));
   }
 
-  /** Forgets an ended turn. */
+  /** Forgets an ended turn (and stops following its evidence). */
   end(turn: Turn): void {
+    turn.stopFollowing();
     this.#byRequest.delete(idKey(turn.requestId));
     if (this.#bySession.get(turn.sessionId) === turn) {
       this.#bySession.delete(turn.sessionId);

@@ -11,7 +11,7 @@ import {
   type Owner,
   type SettledWhy,
 } from "../journal/records.ts";
-import type { Outcome } from "../core/outcome.ts";
+import type { AgentAttempt, Outcome } from "../core/outcome.ts";
 import { thisProcess } from "../journal/process_identity.ts";
 import { decideRetry, type RetryDecision, type RetryPolicy } from "./policy.ts";
 import { capUtf8 } from "../text/text.ts";
@@ -164,6 +164,14 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
       attempt,
       final: decision.kind !== "retry",
     });
+  }
+
+  /**
+   * The agent failed an attempt inside the running turn (observed live in its logs or
+   * records): journaled as progress (`agent_attempt`).
+   */
+  agentAttempt(key: TurnKey, attempt: AgentAttempt): void {
+    this.#write({ ...this.#common(key), event: "agent_attempt", ...attempt });
   }
 
   /** Retry `attempt` begins to run. */

@@ -18,7 +18,10 @@ import {
 import { readNotices } from "../cause/notices.ts";
 import { ReadBudget } from "../io/bounded_read.ts";
 import type { LogFs } from "../io/logfs.ts";
-import type { Outcome } from "../core/outcome.ts";
+import type { AgentAttempt, Outcome } from "../core/outcome.ts";
+import { earlyCause, type EndEarly, endEarly } from "../core/end_early.ts";
+import { AttemptFollower } from "../cause/attempt_follower.ts";
+import { attemptsSummary } from "../cause/agent_attempts.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { ownGroup, signalExitCode, type Signallable } from "../agent/signals.ts";
@@ -58,6 +61,16 @@ export interface RunOptions extends AgentLaunch {
   timeoutMs?: number | null;
   /** Hear SIGINT/SIGTERM/SIGHUP/SIGQUIT and forward them to the agent (default true). */
   signals?: boolean;
+  /**
+   * `--fail-fast`: when the agent's logs show it retrying a cause retrying cannot cure
+   * (lib/core/end_early.ts), it is stopped (SIGTERM, then SIGKILL) and the turn fails with
+   * that cause.
+   */
+  failFast?: boolean;
+  /** Told of each failed attempt of the agent's the logs show while it runs (the journal). */
+  onAttempt?: (attempt: AgentAttempt) => void;
+  /** How often the logs are looked at while the agent runs (ms; default 1000). */
+  followPollMs?: number;
 }
 
 /**
@@ -148,6 +161,32 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       cancelled = true;
     },
   });
+  // The agent's own attempts, read from its logs while it runs (a run has no session, so
+  // no session records to follow).
+  const attempts: AgentAttempt[] = [];
+  let early: EndEarly | null = null;
+  let earlyStop: Stopping | null = null;
+  let agentPid: number | null = null;
+  const follower = new AttemptFollower({
+    logs: snapshot,
+    logFormat: opts.profile.logFormat,
+    records: null,
+    startedAt,
+    classifier: opts.classifier,
+    readers: [],
+    pid: () => agentPid,
+    pollMs: opts.followPollMs,
+    fs: opts.fs,
+    now,
+    onAttempt: (attempt) => {
+      attempts.push(attempt);
+      opts.onAttempt?.(attempt);
+      if (early) return;
+      early = endEarly(attempts, opts.failFast === true);
+      // The owner's one staged stop: SIGTERM, then SIGKILL after the grace.
+      if (early) earlyStop = owner.stop();
+    },
+  });
   const taps = {
     stdout: (chunk: Uint8Array) => {
       outBytes += chunk.length;
@@ -160,8 +199,10 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       readerGone = true;
       diagnostics.push("the reader of stdout went away (broken pipe); the agent's output was cut");
     },
-    spawned: (child: Signallable) => {
+    spawned: (child: Signallable & { pid?: number }) => {
       if (opts.timeoutMs) deadline = stopAfter(child, owner, opts.timeoutMs);
+      agentPid = child.pid ?? null;
+      follower.start();
     },
   };
   let exit: AgentExit;
@@ -177,6 +218,8 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       )
       : await nodePassThrough(opts, owner, detached, taps);
   } finally {
+    follower.stop();
+    (earlyStop as Stopping | null)?.cancel();
     deadline?.clear();
     // What the agent left running is stopped: its group and its marked descendants.
     await owner.end();
@@ -221,8 +264,13 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     outputBlank: !meaningful,
     logCause: log.cause,
     timeout: deadline?.expired()
-      ? timeoutCause(`turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)`)
+      ? timeoutCause(
+        `turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)${
+          attemptsSummary(attempts) ? `; ${attemptsSummary(attempts)}` : ""
+        }`,
+      )
       : null,
+    endedEarly: early ? earlyCause(early) : null,
   };
   const decision = decide(facts);
   if (decision.status === "empty" && exit.code === 0) {
@@ -247,8 +295,11 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
       : { chars, text: kept.text(), ...(kept.truncated ? { capped: true } : {}) },
     diagnostics,
   }, decision);
+  if (attempts.length > 0) outcome.agentAttempts = attempts;
+  if (early) outcome.endedEarly = { reason: (early as EndEarly).reason };
   let exitCode = 0;
   if (deadline?.expired()) exitCode = EXIT.timeout;
+  else if (early) exitCode = EXIT.failed;
   else if (exit.signal !== null) exitCode = signalExitCode(exit.signal);
   else if (exit.code !== null && exit.code !== 0) exitCode = exit.code;
   else if (decision.status === "failed") exitCode = EXIT.failed;

@@ -1,0 +1,126 @@
+/**
+ * The agent's own attempts, read live: from the lines the profile's logs gained and the
+ * records its session files gained since the last look, each failed attempt the agent made
+ * (a log line an anchor finds a cause in, a record reader's `error` event) as an
+ * AgentAttempt fact — its cause, category, whether retrying it can succeed, and the wait
+ * the agent announced. Pure: the new bytes, the classifier, the readers and the clock are
+ * passed in; following the files as they grow is lib/cause/attempt_follower.ts's.
+ */
+import { tryMatch } from "./anchors.ts";
+import { attributeLines, type LogLine } from "./attribution.ts";
+import { classify } from "./classify.ts";
+import type { Classifier } from "./classifier.ts";
+import { codeIn } from "./log_cause.ts";
+import { readRecordEvents } from "./record_evidence.ts";
+import type { SessionRecord } from "./session_records.ts";
+import type { AgentAttempt } from "../core/outcome.ts";
+import type { AnchorHit, LoadedAnchor, LoadedRecordReader } from "../plugin/api.ts";
+import { withPluginBudget } from "../plugin/budget.ts";
+import { formatDuration } from "../text/text.ts";
+
+/** What the agent's evidence gained since the last look: whole lines and records only. */
+export interface NewEvidence {
+  /** New log lines, oldest first. */
+  lines: readonly LogLine[];
+  /** New session records, oldest first. */
+  records: readonly SessionRecord[];
+}
+
+/** How new evidence is read. */
+export interface AttemptContext {
+  classifier: Classifier;
+  readers: readonly LoadedRecordReader[];
+  /** The profile's log format: `glog` lines of other pids are not this agent's. */
+  logFormat: "plain" | "glog";
+  /** The agent's pid (glog attribution); null when unknown. */
+  pid: number | null;
+  /** Attempts observed before these in the same turn (the next one is `seen + 1`). */
+  seen: number;
+  now: number;
+}
+
+/**
+ * The failed attempts in `evidence`, log lines first then records, numbered from
+ * `ctx.seen + 1`. A plugin that throws or answers badly is a diagnostic, never an attempt.
+ */
+export function attemptsIn(
+  evidence: NewEvidence,
+  ctx: AttemptContext,
+  diagnostics: string[] = [],
+): AgentAttempt[] {
+  return withPluginBudget(() => {
+    const found: Omit<AgentAttempt, "n">[] = [];
+    const anchors = attemptAnchors(ctx.classifier);
+    for (const line of ownLines(evidence.lines, ctx)) {
+      const input = { kind: "log" as const, line: line.text };
+      let hit: AnchorHit | null = null;
+      for (const anchor of anchors) if ((hit = tryMatch(anchor, input, diagnostics))) break;
+      if (!hit) continue;
+      found.push(
+        attempt(hit, hit.code ?? codeIn(hit.cause), { kind: "log", path: line.path }, ctx),
+      );
+    }
+    for (const e of readRecordEvents(evidence.records, ctx.readers, diagnostics)) {
+      if (e.event.kind !== "error") continue;
+      const { cause, category, code, retryAfterMs, retryAt } = e.event;
+      const retry = retryAfterMs !== undefined || retryAt !== undefined
+        ? {
+          ...(retryAfterMs !== undefined ? { afterMs: retryAfterMs } : {}),
+          ...(retryAt !== undefined ? { at: retryAt } : {}),
+        }
+        : undefined;
+      const hit: AnchorHit = { cause, category, code, ...(retry ? { retry } : {}) };
+      found.push(attempt(hit, code ?? null, { kind: "records", path: e.path }, ctx));
+    }
+    return found.map((a, i) => ({ n: ctx.seen + i + 1, ...a }));
+  });
+}
+
+/**
+ * The log anchors that tell an attempt, in the matcher's order: the profile's own (those a
+ * pack wrote for its agent, `agents` set) when it has any — the catch-all anchors match
+ * every error line, also the side requests a pack declines on purpose (opencode's title
+ * generator) — else every log anchor of the profile.
+ */
+function attemptAnchors(classifier: Classifier): readonly LoadedAnchor[] {
+  const all = classifier.candidates(["log"]);
+  const own = all.filter((a) => a.agents !== undefined);
+  return own.length > 0 ? own : all;
+}
+
+/** The lines of this agent: with glog headers, those of its pid (lib/cause/attribution.ts). */
+function ownLines(lines: readonly LogLine[], ctx: AttemptContext): readonly LogLine[] {
+  if (ctx.logFormat !== "glog" || ctx.pid === null || lines.length === 0) return lines;
+  return attributeLines(lines, ctx.pid).lines;
+}
+
+/** One attempt from a hit: classified by the profile, its wait from the evidence's words. */
+function attempt(
+  hit: AnchorHit,
+  code: number | string | null,
+  source: AgentAttempt["source"],
+  ctx: AttemptContext,
+): Omit<AgentAttempt, "n"> {
+  const { category, retry } = classify(hit.cause, hit, ctx.classifier, ctx.now);
+  return {
+    at: new Date(ctx.now).toISOString(),
+    cause: hit.cause,
+    category,
+    ...(code !== null ? { code } : {}),
+    retryable: retry.retryable,
+    ...(retry.afterMs !== null ? { nextInMs: retry.afterMs } : {}),
+    source,
+  };
+}
+
+/**
+ * What the agent was doing, in a few words, for a message about a silent turn: `retrying
+ * a 503 (capacity), attempt 14`; null when no attempt was observed.
+ */
+export function attemptsSummary(attempts: readonly AgentAttempt[]): string | null {
+  const last = attempts.at(-1);
+  if (!last) return null;
+  const what = last.code !== undefined ? `a ${last.code} (${last.category})` : last.category;
+  const next = last.nextInMs !== undefined ? `, next in ${formatDuration(last.nextInMs)}` : "";
+  return `the agent was retrying ${what}, attempt ${last.n}${next}`;
+}
