@@ -2,16 +2,29 @@
  * `turnguard wait` (the compiled binary) shows a running turn's agent retrying while it
  * follows the journal: each `agent_attempt` record another process appends is told on stderr
  * as it arrives, stdout keeps its one report, and `--json` carries the attempts. `log` shows
- * the running turn's progress in its last column.
+ * the running turn's progress in its last column. End to end: `turnguard proxy` follows a
+ * fake agent that retries on its own, journals each attempt, and `wait` tells them.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatRecord, type JournalRecord } from "../../lib/journal/records.ts";
 import { ensureBinary } from "../helpers/binary.ts";
 import { homeEnv, runProcess } from "../helpers/cli.ts";
+import {
+  fakeArgs,
+  killedAfterEach,
+  openSession,
+  prompt,
+  readOutcomes,
+  rejection,
+  scratch,
+  startProxy,
+  testEnv,
+  withClient,
+} from "../fixtures/acp/harness.ts";
 import { testOutcome } from "../helpers/outcome.ts";
 
 let binary: string;
@@ -147,7 +160,7 @@ describe("log", () => {
     const text = await runProcess([binary, "log", "--journal", journal], { env: homeEnv(home) });
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(
-      /  coder  s1  #1  running  -  -  retrying: quota, attempt 2, next in (59|60|1m)s? \(the agent's own retry; quota is not retryable\)\n$/,
+      / {2}coder {2}s1 {2}#1 {2}running {2}- {2}- {2}retrying: quota, attempt 2, next in (59|60|1m)s? \(the agent's own retry; quota is not retryable\)\n$/,
     );
     const json = await runProcess([binary, "log", "--json", "--journal", journal], {
       env: homeEnv(home),
@@ -160,5 +173,63 @@ describe("log", () => {
     ]);
     expect(Date.parse(row.agentAttempts.nextAt) - Date.parse(row.agentAttempts.recent[1].at))
       .toBe(60_000);
+  });
+});
+
+describe("end to end: a real proxy's journal", () => {
+  const track = killedAfterEach();
+
+  test("wait shows each attempt a retrying agent makes behind turnguard proxy", async () => {
+    const s = scratch();
+    const journalPath = join(s.dir, "journal.jsonl");
+    // The fake agent retries an overloaded model silently, one log line per attempt every
+    // 300 ms, 20 times, then fails the prompt; the proxy follows its log.
+    const p = track(
+      startProxy(
+        s,
+        fakeArgs(s, ["--journal", journalPath, "--name", "coder"]),
+        undefined,
+        {},
+        [binary],
+      ),
+    );
+    const wait = spawn(binary, ["wait", "coder", "--timeout", "60", "--journal", journalPath], {
+      env: testEnv(s) as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(wait);
+    let out = "";
+    let err = "";
+    wait.stdout!.on("data", (c) => (out += c));
+    wait.stderr!.on("data", (c) => (err += c));
+    const waited = new Promise<number | null>((done) => wait.on("close", (code) => done(code)));
+    const failure = await withClient(p, async (ctx) => {
+      const sessionId = await openSession(ctx);
+      return await rejection(prompt(ctx, sessionId, "retrying 503 20"));
+    });
+    expect(failure.message).toContain("overloaded");
+    expect(await waited).toBe(1);
+    await p.exited;
+    expect(out).toBe("coder  ready: turn failed\n");
+    // Told while the turn ran, one line per read that brought attempts, the latest each time.
+    const lines = err.split("\n").filter((l) => l !== "");
+    const told = lines.map((l) =>
+      l.match(
+        /^turnguard: coder turn 1: retrying: capacity, attempt (\d+)(, next (in|was due) \S+( ago)?)? \(the agent's own retry\)$/,
+      )
+    );
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(told.every((m) => m !== null)).toBe(true);
+    const numbers = told.map((m) => Number(m![1]));
+    expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
+    expect(new Set(numbers).size).toBe(numbers.length);
+    expect(numbers.at(-1)!).toBeLessThanOrEqual(20);
+    // The journal holds every attempt the proxy observed; the Outcome carries them.
+    const records = readFileSync(journalPath, "utf8").split("\n").filter((l) => l !== "")
+      .map((l) => JSON.parse(l));
+    const attempts = records.filter((r) => r.event === "agent_attempt");
+    expect(attempts.length).toBeGreaterThanOrEqual(numbers.at(-1)!);
+    const [o] = readOutcomes(s.outcomes);
+    expect(o.agentAttempts?.length).toBe(attempts.length);
   });
 });

@@ -87,7 +87,7 @@ describe("fold: the agent's attempts of the running turn", () => {
   });
 
   test("bounded: a turn of thousands of attempts keeps their count and the last few", () => {
-    const records = [S];
+    const records: JournalRecord[] = [S];
     for (let n = 1; n <= 5000; n++) records.push(A(n));
     const turn = turnOf(records);
     expect(turn.agentAttempts?.count).toBe(5000);
