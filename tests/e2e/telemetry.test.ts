@@ -450,6 +450,44 @@ describe("turnguard proxy exports each turn, one trace per turn", () => {
     expect(r.logs.map((l) => l.severityText)).toEqual(["INFO"]);
   }, 60_000);
 
+  test(
+    "an agent retrying on its own: one agent_attempt event per attempt on the turn span",
+    async () => {
+      const r = await receiver();
+      const s = scratch();
+      const p = track(binaryProxy(s, [], { OTEL_EXPORTER_OTLP_ENDPOINT: r.url }));
+      await withClient(p, async (ctx) => {
+        const id = await openSession(ctx);
+        // Six attempts, one log line each every 300 ms, then the agent fails the prompt.
+        expect((await rejection(prompt(ctx, id, "retrying 503 6"))).message).toContain(
+          "overloaded",
+        );
+      });
+      await p.exited;
+      const [turn] = r.spans.filter((x) => x.name === "invoke_agent fake");
+      const seen = turn.attributes["turnguard.agent_attempts"] as number;
+      expect(seen).toBeGreaterThanOrEqual(1);
+      expect(turn.events).toHaveLength(seen);
+      expect(turn.events.map((e) => e.attributes["turnguard.agent_attempt.number"]))
+        .toEqual(Array.from({ length: seen }, (_, i) => i + 1));
+      for (const e of turn.events) {
+        expect(e.name).toBe("turnguard.agent_attempt");
+        expect(e.attributes).toMatchObject({
+          "error.type": "capacity",
+          "turnguard.agent_attempt.retryable": true,
+          "turnguard.agent_attempt.source": "log",
+        });
+        expect(e.timeMs).toBeGreaterThanOrEqual(turn.startMs);
+        expect(e.timeMs).toBeLessThanOrEqual(turn.endMs);
+      }
+      const events = r.logs.filter((l) => l.eventName === "turnguard.agent_attempt");
+      expect(events.map((l) => [l.traceId, l.spanId, l.timeMs])).toEqual(
+        turn.events.map((e) => [turn.traceId, turn.spanId, e.timeMs]),
+      );
+    },
+    60_000,
+  );
+
   test("a key in the agent's stopReason is redacted on its way out", async () => {
     const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123";
     const r = await receiver();
