@@ -13,6 +13,8 @@ import { join } from "node:path";
 import { formatRecord, type JournalRecord } from "../../lib/journal/records.ts";
 import { ensureBinary } from "../helpers/binary.ts";
 import { homeEnv, runProcess } from "../helpers/cli.ts";
+import { readTranscript } from "../../lib/record/transcript.ts";
+import { CORPUS } from "../agents/replay.ts";
 import {
   fakeArgs,
   killedAfterEach,
@@ -231,5 +233,77 @@ describe("end to end: a real proxy's journal", () => {
     expect(attempts.length).toBeGreaterThanOrEqual(numbers.at(-1)!);
     const [o] = readOutcomes(s.outcomes);
     expect(o.agentAttempts?.length).toBe(attempts.length);
+  });
+});
+
+describe("end to end: a recorded agent retrying a spent quota", () => {
+  const track = killedAfterEach();
+
+  test("qwen-code's recorded quota turn: wait shows its retries while the turn runs", async () => {
+    // The corpus's qwen-code quota_daily: the mock answered every request 429
+    // insufficient_quota; qwen-code retried silently, one api_error record of its chat file per
+    // attempt (five), until the recording client cancelled after 60 s. Its agent side is
+    // played behind the compiled proxy (the chat records land during the turn), the client
+    // lines are the recorded ones, and the recorded cancel is sent once wait has told.
+    const path = join(CORPUS, "qwen-code", "quota_daily.jsonl");
+    const clientLines = readTranscript(path).events.filter((e) => e.dir === "c2a")
+      .map((e) => e.line);
+    const cancel = clientLines.findIndex((l) => l.includes('"session/cancel"'));
+    expect(cancel).toBe(clientLines.length - 1);
+    const s = scratch();
+    const journalPath = join(s.dir, "journal.jsonl");
+    const p = track(startProxy(
+      s,
+      ["--agent", "qwen", "--journal", journalPath, "--name", "qwen", "--outcome-file", s.outcomes],
+      [binary, "replay", "--agent-side", path],
+      { TURNGUARD_REPLAY_HOME: s.home, QWEN_HOME: join(s.home, ".qwen") },
+      [binary],
+    ));
+    let out = "";
+    p.child.stdout!.on("data", (c: Uint8Array) => out += new TextDecoder().decode(c));
+    const answered = async (id: number) => {
+      for (let i = 0; i < 600; i++) {
+        if (out.split("\n").some((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`))) return;
+        await Bun.sleep(50);
+      }
+      throw new Error(`no answer to ${id}: ${out}\n${p.stderr()}`);
+    };
+    for (const [i, line] of clientLines.slice(0, cancel - 1).entries()) {
+      p.child.stdin!.write(line + "\n");
+      await answered(i);
+    }
+    const wait = spawn(binary, ["wait", "qwen", "--timeout", "60", "--journal", journalPath], {
+      env: testEnv(s) as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(wait);
+    let waitOut = "";
+    let waitErr = "";
+    wait.stdout!.on("data", (c) => (waitOut += c));
+    wait.stderr!.on("data", (c) => (waitErr += c));
+    const waited = new Promise<number | null>((done) => wait.on("close", (code) => done(code)));
+    // The prompt: qwen-code's attempts are played, then it waits for the client. Its records
+    // announce no wait: the lines say none.
+    p.child.stdin!.write(clientLines[cancel - 1] + "\n");
+    const PROGRESS =
+      /^turnguard: qwen turn 1: retrying: quota, attempt (\d) \(the agent's own retry; quota is not retryable\)$/;
+    const told = () => waitErr.split("\n").filter((l) => PROGRESS.test(l));
+    for (let i = 0; i < 600 && told().length === 0; i++) await Bun.sleep(50);
+    const lines = told();
+    expect(lines.length).toBeGreaterThanOrEqual(1);
+    const numbers = lines.map((l) => Number(l.match(PROGRESS)![1]));
+    expect(numbers.every((n) => n >= 1 && n <= 5)).toBe(true);
+    // The turn still runs: wait has not reported.
+    expect(waitOut).toBe("");
+    p.child.stdin!.write(clientLines[cancel] + "\n");
+    expect(await waited).toBe(0);
+    expect(waitOut).toBe("qwen  ready: turn cancelled\n");
+    p.child.stdin!.end();
+    await p.exited;
+    const [o] = readOutcomes(s.outcomes);
+    expect(o.status).toBe("cancelled");
+    expect(o.agentAttempts?.map((a) => [a.n, a.category, a.source.kind])).toEqual(
+      [1, 2, 3, 4, 5].map((n) => [n, "quota", "records"]),
+    );
   });
 });
