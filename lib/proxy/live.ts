@@ -10,6 +10,7 @@
 import { errorText } from "../errors.ts";
 import { encodeLine } from "../acp/jsonrpc.ts";
 import { AttemptFollower } from "../cause/attempt_follower.ts";
+import { keepAttempt } from "../cause/agent_attempts.ts";
 import { type EndEarly, endEarly } from "../core/end_early.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { TurnRecorder } from "../retry/turn_recorder.ts";
@@ -50,7 +51,7 @@ export class LiveEvidence {
     const state = this.state;
     // A turn already ended (answered, cut short) takes no more attempts.
     if (state.turns.forRequest(turn.requestId) !== turn) return;
-    turn.agentAttempts.push(attempt);
+    keepAttempt(turn.agentAttempts, attempt);
     state.log(
       `session ${turn.sessionId} turn ${turn.turn}: the agent's attempt ${attempt.n} failed ` +
         `(${attempt.category}, ${
