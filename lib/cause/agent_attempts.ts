@@ -6,7 +6,7 @@
  * the agent announced. Pure: the new bytes, the classifier, the readers and the clock are
  * passed in; following the files as they grow is lib/cause/attempt_follower.ts's.
  */
-import { tryMatch } from "./anchors.ts";
+import { MAX_CAUSE_BYTES, tryMatch } from "./anchors.ts";
 import { attributeLines, type LogLine } from "./attribution.ts";
 import { classify } from "./classify.ts";
 import type { Classifier } from "./classifier.ts";
@@ -16,7 +16,7 @@ import type { SessionRecord } from "./session_records.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { AnchorHit, LoadedAnchor, LoadedRecordReader } from "../plugin/api.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
-import { formatDuration } from "../text/text.ts";
+import { capUtf8, formatDuration } from "../text/text.ts";
 
 /** What the agent's evidence gained since the last look: whole lines and records only. */
 export interface NewEvidence {
@@ -104,13 +104,34 @@ function attempt(
   const { category, retry } = classify(hit.cause, hit, ctx.classifier, ctx.now);
   return {
     at: new Date(ctx.now).toISOString(),
-    cause: hit.cause,
+    cause: capUtf8(hit.cause, MAX_CAUSE_BYTES),
     category,
     ...(code !== null ? { code } : {}),
     retryable: retry.retryable,
     ...(retry.afterMs !== null ? { nextInMs: retry.afterMs } : {}),
     source,
   };
+}
+
+/**
+ * Most attempts one turn keeps (its Outcome's `agentAttempts`): an agent that retries for
+ * an hour makes thousands. The first and the newest are kept; `n` still counts them all.
+ */
+export const MAX_ATTEMPTS_KEPT = 100;
+
+/** Adds `attempt` to a turn's list, dropping the oldest but the first past the bound. */
+export function keepAttempt(list: AgentAttempt[], attempt: AgentAttempt): void {
+  list.push(attempt);
+  if (list.length > MAX_ATTEMPTS_KEPT) list.splice(1, 1);
+}
+
+/** Says how many attempts a list left out (their numbers are missing), or null. */
+export function attemptsNote(list: readonly AgentAttempt[]): string | null {
+  const last = list.at(-1);
+  if (!last || last.n <= list.length) return null;
+  return `the agent made ${last.n} failed attempts; agentAttempts keeps the first and the last ${
+    list.length - 1
+  }`;
 }
 
 /**

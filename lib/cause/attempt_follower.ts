@@ -121,7 +121,7 @@ export class AttemptFollower {
   readonly #opts: FollowOptions;
   readonly #logs: Tail | null;
   readonly #records: Tail | null;
-  readonly #attempts: AgentAttempt[] = [];
+  #seen = 0;
   readonly #diagnostics = new Set<string>();
   #stopTicker: (() => void) | null = null;
   #looking: Promise<void> | null = null;
@@ -140,9 +140,9 @@ export class AttemptFollower {
     return this.#logs !== null || this.#records !== null;
   }
 
-  /** The attempts seen so far, in order. */
-  get attempts(): readonly AgentAttempt[] {
-    return this.#attempts;
+  /** How many attempts were seen so far. */
+  get seen(): number {
+    return this.#seen;
   }
 
   /** What could not be read while following (distinct lines, at most a few). */
@@ -201,12 +201,12 @@ export class AttemptFollower {
       readers: o.readers,
       logFormat: o.logFormat,
       pid: o.pid(),
-      seen: this.#attempts.length,
+      seen: this.#seen,
       now: (o.now ?? Date.now)(),
     }, diagnostics);
     diagnostics.forEach((d) => this.#note(d));
     for (const attempt of found) {
-      this.#attempts.push(attempt);
+      this.#seen++;
       o.onAttempt(attempt);
     }
   }

@@ -11,7 +11,7 @@ import { buildOutcome } from "../core/build_outcome.ts";
 import type { LogCauseResult } from "../cause/log_cause.ts";
 import type { AgentAttempt, Outcome } from "../core/outcome.ts";
 import { earlyCause, type EndEarly } from "../core/end_early.ts";
-import { attemptsSummary } from "../cause/agent_attempts.ts";
+import { attemptsNote, attemptsSummary } from "../cause/agent_attempts.ts";
 import { signalExitCode } from "../agent/signals.ts";
 import { formatDuration, utf8Length } from "../text/text.ts";
 import { errorCause, type ErrorStop, errorStopReason } from "../cause/error_cause.ts";
@@ -203,6 +203,8 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     diagnostics,
   }, decision);
   if (turn.agentAttempts.length > 0) outcome.agentAttempts = [...turn.agentAttempts];
+  const left = attemptsNote(turn.agentAttempts);
+  if (left) outcome.diagnostics.push(left);
   if (end.kind === "early") outcome.endedEarly = { reason: end.early.reason };
   return { outcome, decision, response: replacement(input, outcome, decision) };
 }

@@ -3,19 +3,19 @@
  * (lib/cause/attempt_follower.ts) and every failed attempt of the agent they show is kept on
  * the turn, journaled (`agent_attempt`) and, with `--fail-fast`, weighed by the pure
  * `endEarly` (lib/core/end_early.ts). A turn it ends is sent `session/cancel`, and the client
- * is answered with the attempt's true error at once; the agent's late answer to the prompt
- * is dropped (the request is marked answered), so each prompt gets exactly one answer.
+ * is answered with the attempt's true error at once (`ClientAnswers.answerNow`, the one place
+ * that answers the client: the agent's late answer to the prompt is swallowed, so each
+ * prompt gets exactly one answer).
  */
 import { errorText } from "../errors.ts";
-import { encodeLine, encodeResponse } from "../acp/jsonrpc.ts";
+import { encodeLine } from "../acp/jsonrpc.ts";
 import { AttemptFollower } from "../cause/attempt_follower.ts";
+import { keepAttempt } from "../cause/agent_attempts.ts";
 import { type EndEarly, endEarly } from "../core/end_early.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { TurnRecorder } from "../retry/turn_recorder.ts";
-import type { TurnFinisher } from "./finish.ts";
-import { errorResponse, turnguardData } from "./rewrite.ts";
-import type { SilenceWatch } from "./silence.ts";
-import { injectReply, type ProxyState } from "./state.ts";
+import type { ClientAnswers } from "./answers.ts";
+import type { ProxyState } from "./state.ts";
 import type { Turn } from "./turns.ts";
 
 /** Follows the proxy's running turns and ends those `--fail-fast` says to end. */
@@ -23,8 +23,7 @@ export class LiveEvidence {
   constructor(
     readonly state: ProxyState,
     readonly recorder: TurnRecorder | null,
-    readonly finisher: TurnFinisher,
-    readonly silence: SilenceWatch,
+    readonly answers: ClientAnswers,
   ) {}
 
   /** Starts following a turn that just started; returns what stops it. */
@@ -52,7 +51,7 @@ export class LiveEvidence {
     const state = this.state;
     // A turn already ended (answered, cut short) takes no more attempts.
     if (state.turns.forRequest(turn.requestId) !== turn) return;
-    turn.agentAttempts.push(attempt);
+    keepAttempt(turn.agentAttempts, attempt);
     state.log(
       `session ${turn.sessionId} turn ${turn.turn}: the agent's attempt ${attempt.n} failed ` +
         `(${attempt.category}, ${
@@ -68,48 +67,22 @@ export class LiveEvidence {
     if (early) this.#endEarly(turn, early);
   }
 
-  /** Cancels the turn at the agent and answers the client with the attempt's error now. */
+  /**
+   * Cancels the turn at the agent and answers the client with the attempt's error now
+   * (lib/proxy/answers.ts: the agent's later answer to the prompt is swallowed).
+   */
   #endEarly(turn: Turn, early: EndEarly): void {
     const state = this.state;
     state.log(
       `session ${turn.sessionId} turn ${turn.turn}: ${early.reason}; sending session/cancel`,
     );
     turn.endedEarly = early;
-    state.turns.end(turn);
-    this.silence.settle(turn);
+    if (!this.answers.answerNow(turn, { kind: "early", early }, state.now())) return;
     const cancel = {
       jsonrpc: "2.0",
       method: "session/cancel",
       params: { sessionId: turn.sessionId },
     };
     state.toAgent.inject(encodeLine(cancel, "\n"));
-    // The agent's own answer, when it comes, is dropped (lib/proxy/agent_lines.ts).
-    const request = state.clientPending.get(turn.requestId);
-    if (request) request.answered = true;
-    const { attempt } = early;
-    const fallback = encodeResponse(
-      errorResponse(
-        turn.requestId,
-        attempt.cause,
-        turnguardData({
-          status: "failed",
-          error: {
-            code: attempt.code ?? null,
-            message: attempt.cause,
-            category: attempt.category,
-            anchor: null,
-            source: null,
-          },
-          retry: null,
-          stopReason: null,
-        }),
-      ),
-      turn.requestIdLexeme,
-      "\n",
-    );
-    injectReply(
-      state,
-      this.finisher.finish(turn, { kind: "early", early }, null, state.now(), fallback),
-    );
   }
 }

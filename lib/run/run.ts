@@ -21,7 +21,7 @@ import type { LogFs } from "../io/logfs.ts";
 import type { AgentAttempt, Outcome } from "../core/outcome.ts";
 import { earlyCause, type EndEarly, endEarly } from "../core/end_early.ts";
 import { AttemptFollower } from "../cause/attempt_follower.ts";
-import { attemptsSummary } from "../cause/agent_attempts.ts";
+import { attemptsNote, attemptsSummary, keepAttempt } from "../cause/agent_attempts.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
 import { ownGroup, signalExitCode, type Signallable } from "../agent/signals.ts";
@@ -179,7 +179,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     fs: opts.fs,
     now,
     onAttempt: (attempt) => {
-      attempts.push(attempt);
+      keepAttempt(attempts, attempt);
       opts.onAttempt?.(attempt);
       if (early) return;
       early = endEarly(attempts, opts.failFast === true);
@@ -296,6 +296,8 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     diagnostics,
   }, decision);
   if (attempts.length > 0) outcome.agentAttempts = attempts;
+  const left = attemptsNote(attempts);
+  if (left) outcome.diagnostics.push(left);
   if (early) outcome.endedEarly = { reason: (early as EndEarly).reason };
   let exitCode = 0;
   if (deadline?.expired()) exitCode = EXIT.timeout;

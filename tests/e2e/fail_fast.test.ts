@@ -6,6 +6,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   fakeArgs,
   killedAfterEach,
@@ -113,7 +114,8 @@ describe("--fail-fast", () => {
 
   test("a retryable cause is never cut short: a 503 retried runs to the agent's own answer", async () => {
     const s = scratch();
-    const p = proxy(s, ["--fail-fast"]);
+    const journal = join(s.dir, "journal.jsonl");
+    const p = track(startProxy(s, fakeArgs(s, ["--journal", journal, "--fail-fast"])));
     const err = await withClient(p, async (ctx) => {
       const sessionId = await openSession(ctx);
       return await rejection(prompt(ctx, sessionId, "retrying 503 12"));
@@ -131,6 +133,16 @@ describe("--fail-fast", () => {
       retryable: true,
       nextInMs: 1000,
     });
+    // Each attempt was journaled while the turn ran, before its end.
+    const records = readFileSync(journal, "utf8").split("\n").filter((l) => l).map((l) =>
+      JSON.parse(l)
+    );
+    const attempts = records.filter((r) => r.event === "agent_attempt");
+    expect(attempts.length).toBe(o.agentAttempts?.length);
+    expect(attempts[0]).toMatchObject({ session: "sess-1", turn: 1, n: 1, category: "capacity" });
+    expect(records.findIndex((r) => r.event === "agent_attempt")).toBeLessThan(
+      records.findIndex((r) => r.event === "turn_ended"),
+    );
   });
 
   /** A quota retried blindly, behind a proxy with no flag: how long until it is answered. */

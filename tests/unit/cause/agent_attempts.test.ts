@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { profileAnchors, profileReaders } from "../../../lib/config/registry.ts";
-import { attemptsIn, attemptsSummary } from "../../../lib/cause/agent_attempts.ts";
+import {
+  attemptsIn,
+  attemptsNote,
+  attemptsSummary,
+  keepAttempt,
+  MAX_ATTEMPTS_KEPT,
+} from "../../../lib/cause/agent_attempts.ts";
 import { AttemptFollower, type Ticker } from "../../../lib/cause/attempt_follower.ts";
 import { takeSnapshot } from "../../../lib/cause/snapshot.ts";
 import type { Profile } from "../../../lib/config/config.ts";
@@ -155,6 +161,47 @@ describe("attemptsSummary", () => {
       "the agent was retrying a 503 (capacity), attempt 14, next in 8s",
     );
     expect(attemptsSummary([])).toBeNull();
+  });
+});
+
+describe("keepAttempt: a turn's attempts stay bounded", () => {
+  test("the first and the newest are kept; the note says how many were left out", () => {
+    const list: AgentAttempt[] = [];
+    const at = (n: number): AgentAttempt => ({
+      n,
+      at: "x",
+      cause: "c",
+      category: "rate_limit",
+      retryable: true,
+      source: { kind: "log", path: "/l" },
+    });
+    for (let n = 1; n <= MAX_ATTEMPTS_KEPT; n++) keepAttempt(list, at(n));
+    expect(attemptsNote(list)).toBeNull();
+    for (let n = MAX_ATTEMPTS_KEPT + 1; n <= 1000; n++) keepAttempt(list, at(n));
+    expect(list.length).toBe(MAX_ATTEMPTS_KEPT);
+    expect(list[0].n).toBe(1);
+    expect(list[1].n).toBe(1000 - MAX_ATTEMPTS_KEPT + 2);
+    expect(list.at(-1)!.n).toBe(1000);
+    expect(attemptsNote(list)).toBe(
+      `the agent made 1000 failed attempts; agentAttempts keeps the first and the last ${
+        MAX_ATTEMPTS_KEPT - 1
+      }`,
+    );
+  });
+
+  test("a record's long cause is cut to the cause limit", () => {
+    const { classifier, readers } = profileOf("qwen");
+    const long = structuredClone(QWEN_QUOTA);
+    long.systemPayload.uiEvent.error_message = `quota exceeded ${"x".repeat(10_000)}`;
+    const [a] = attemptsIn({ lines: [], records: [record(long)] }, {
+      classifier,
+      readers,
+      logFormat: "plain",
+      pid: null,
+      seen: 0,
+      now: NOW,
+    });
+    expect(new TextEncoder().encode(a.cause).length).toBeLessThanOrEqual(500);
   });
 });
 
