@@ -58,7 +58,10 @@ export interface AttemptRecord {
  */
 export const AGENT_ATTEMPT_EVENT = "turnguard.agent_attempt";
 
-/** At most this many agent attempts of one Outcome are exported (the latest ones). */
+/**
+ * At most this many agent attempts of one Outcome are exported (the latest ones): the SDK's
+ * default limit of events on one span. (A turn keeps fewer: lib/cause/agent_attempts.ts.)
+ */
 export const AGENT_ATTEMPT_EVENTS = 128;
 
 /** One agent attempt, ready for its span event and its log-based event. */
@@ -194,7 +197,9 @@ function outcomeAttributes(outcome: Outcome, ctx: TurnContext): Record<string, A
   }
   if (outcome.exit?.code != null) a["turnguard.exit.code"] = outcome.exit.code;
   if (outcome.exit?.signal != null) a["turnguard.exit.signal"] = outcome.exit.signal;
-  if (outcome.agentAttempts) a["turnguard.agent_attempts"] = outcome.agentAttempts.length;
+  // How many the agent made: the latest attempt's number (the Outcome keeps only some).
+  const lastAttempt = outcome.agentAttempts?.at(-1);
+  if (lastAttempt) a["turnguard.agent_attempts"] = lastAttempt.n;
   const { error, retry, publish } = outcome;
   if (error) {
     a[ATTR_ERROR_TYPE] = error.category;

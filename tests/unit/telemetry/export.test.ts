@@ -172,7 +172,9 @@ for (const protocol of PROTOCOLS) {
           source,
         },
       ];
-      // The first attempt of the turn had them; its retry (with none) succeeded.
+      // The first attempt of the turn had them; its retry (with none) succeeded. Only the
+      // first and the newest are kept in an Outcome: the count is the latest's number.
+      agentAttempts[1].n = 7;
       telemetry.attemptEnded(attempt("failed", 0, { agentAttempts }), end(0, false));
       telemetry.attemptEnded(attempt("ok", 2000), end(1, true));
       await telemetry.close();
@@ -197,7 +199,7 @@ for (const protocol of PROTOCOLS) {
       expect(turn.events[1].attributes["turnguard.agent_attempt.code"]).toBeUndefined();
       // The attempt that saw them counts them; the events are the turn span's only.
       expect(attempts.map((a) => [a.attributes["turnguard.agent_attempts"], a.events.length]))
-        .toEqual(expect.arrayContaining([[2, 0], [undefined, 0]]));
+        .toEqual(expect.arrayContaining([[7, 0], [undefined, 0]]));
       // The same events as log records: named, at their time, in the turn span's context.
       const events = r.logs.filter((l) => l.eventName === "turnguard.agent_attempt");
       // No body (an empty value in OTLP/JSON, absent in protobuf).
