@@ -138,7 +138,7 @@ describe("--fail-fast", () => {
       JSON.parse(l)
     );
     const attempts = records.filter((r) => r.event === "agent_attempt");
-    expect(attempts.length).toBe(o.agentAttempts?.length);
+    expect(attempts.length).toBe(o.agentAttempts?.length ?? -1);
     expect(attempts[0]).toMatchObject({ session: "sess-1", turn: 1, n: 1, category: "capacity" });
     expect(records.findIndex((r) => r.event === "agent_attempt")).toBeLessThan(
       records.findIndex((r) => r.event === "turn_ended"),
