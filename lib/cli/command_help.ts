@@ -124,7 +124,8 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
   },
   wait: {
     summary: "Waits for a session's last turn in the journal and reports its outcome (and " +
-      "the retry that waits).",
+      "the retry that waits); while it runs, each retry its agent makes on its own is told " +
+      "on stderr.",
     usage: "turnguard wait [NAME|SESSION] [OPTIONS]",
     flags: {
       print: "print the turn's reply text",
