@@ -20,9 +20,13 @@
  *   token has expired.", "Please run /login" (claude-agent-acp src/acp-agent.ts);
  * - "Prompt is too long" (https://docs.anthropic.com/en/api/errors, invalid_request_error).
  */
-import { tidyCause } from "../lib/cause/anchors.ts";
-import type { Category } from "../lib/core/outcome.ts";
-import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
+import {
+  type AnchorHit,
+  type Category,
+  defineAnchor,
+  definePlugin,
+  tidyCause,
+} from "../lib/plugin_api.ts";
 import { readInput, wordCategory } from "./generic.ts";
 
 /** Categories of the adapter's `data.errorKind`; absent kinds are left to the words. */

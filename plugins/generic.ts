@@ -31,24 +31,26 @@
  *   (V8's and JavaScriptCore's JSON.parse on a body cut short, as Claude Code relays them):
  *   recorded in tests/agents/corpus/{gemini-cli,claude-code-acp,claude-agent-acp}.
  */
-import { inputText, tidyCause } from "../lib/cause/anchors.ts";
-import type { Category } from "../lib/core/outcome.ts";
-import { type AnchorHit, type AnchorInput, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
 import {
+  type AnchorHit,
+  type AnchorInput,
+  type Category,
+  defineAnchor,
+  definePlugin,
   errorWords,
+  evidenceOf,
   grpcCategory,
+  inputText,
+  lookup,
   parseProviderError,
+  providerCategory,
   type ProviderError,
   rpcProviderError,
   statusCategory,
-} from "../lib/cause/provider_error.ts";
-import {
-  evidenceOf,
-  lookup,
-  providerCategory,
+  tidyCause,
   type Tier,
   VOCABULARY_PRIORITY,
-} from "../lib/cause/vocabulary.ts";
+} from "../lib/plugin_api.ts";
 
 /** One category rule: an anchor id, its priority and the words that give the category. */
 interface Rule {

@@ -29,7 +29,7 @@ import {
   type ProviderError,
   rpcProviderError,
 } from "./provider_error.ts";
-import { inputText } from "./anchors.ts";
+import { inputText } from "./input_text.ts";
 import compiled from "./vocabulary.json" with { type: "json" };
 
 /** Who words a signature: a model provider, a gateway in front of one, or an HTTP runtime. */

@@ -4,17 +4,9 @@
  */
 import type { RetryHint, Status, TurnError } from "./outcome.ts";
 import { retryHint } from "./retry_hint.ts";
+import { buildCause, type Cause } from "./cause.ts";
 
-/** A classified cause: the error as the Outcome shows it and its retry hint. */
-export interface Cause {
-  error: TurnError;
-  retry: RetryHint;
-  /**
-   * The message only names the agent's wrapper ("Authentication required", "Internal
-   * error"): the words of the real cause, when the turn has them, are elsewhere.
-   */
-  wrapper?: boolean;
-}
+export type { Cause } from "./cause.ts";
 
 /**
  * What the agent's session records show of the turn (docs/EVIDENCE.md), each read and
@@ -161,10 +153,11 @@ function sharpen(agent: Cause, better: readonly (Cause | null)[], log: Cause | n
   const found = agent.wrapper || generic ? better.find(known) ?? null : null;
   const cause = found ?? (generic ? log : null);
   if (!cause) return agent;
-  return {
-    error: { ...cause.error, code: agent.error.code ?? cause.error.code },
+  return buildCause({
+    ...cause.error,
+    code: agent.error.code ?? cause.error.code,
     retry: cause.retry,
-  };
+  });
 }
 
 /**
@@ -196,10 +189,12 @@ export function exitCause(exit: { code: number | null; signal: string | null }):
     ? `killed by signal ${exit.signal}`
     : `exited with status ${exit.code}`;
   const category = exit.signal ? "crash" : "unknown";
-  return {
-    error: { code: exit.code, message, category, anchor: null, source: null },
+  return buildCause({
+    code: exit.code,
+    message,
+    category,
     retry: { ...retryHint(category), reason: "the agent failed without a known cause" },
-  };
+  });
 }
 
 /**
@@ -208,10 +203,7 @@ export function exitCause(exit: { code: number | null; signal: string | null }):
  * when to retry.
  */
 function asCrash(agent: Cause): Cause {
-  return {
-    error: { ...agent.error, category: "crash" },
-    retry: retryHint("crash", agent.retry),
-  };
+  return buildCause({ ...agent.error, category: "crash", retry: retryHint("crash", agent.retry) });
 }
 
 /** The agent's error as decide weighs it: a mid-turn death of no known cause is a crash. */

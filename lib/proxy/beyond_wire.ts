@@ -5,7 +5,7 @@
  * that is the final answer when the turn recovered or re-streamed its reply. Pure given the
  * records already read.
  */
-import { retryHint } from "../core/retry_hint.ts";
+import { buildCause } from "../core/cause.ts";
 import {
   type BeyondWireFacts,
   type Cause,
@@ -57,10 +57,7 @@ export interface BeyondWireInput {
 
 /** A wire contradiction as a cause: its words, category unknown (the wire tells no more). */
 export function contradictionCause(message: string): Cause {
-  return {
-    error: { code: null, message, category: "unknown", anchor: "wire", source: null },
-    retry: retryHint("unknown"),
-  };
+  return buildCause({ message, category: "unknown", anchor: "wire" });
 }
 
 /** The turn's session records as facts for `decide`, and their verdict; null: none read. */

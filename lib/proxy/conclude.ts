@@ -7,6 +7,7 @@
 import { classify, textCause, timeoutCause } from "../cause/classify.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { type Cause, decide, type Decision, needsLogCause } from "../core/decide.ts";
+import { buildCause } from "../core/cause.ts";
 import { buildOutcome } from "../core/build_outcome.ts";
 import type { LogCauseResult } from "../cause/log_cause.ts";
 import type { Outcome } from "../core/outcome.ts";
@@ -101,10 +102,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   } else if (end.kind === "exit") {
     const message = exitMessage(end.code, end.signal, end.stderrTail);
     const { category, retry } = classify(end.stderrTail, undefined, classifier, endedAt);
-    agentError = {
-      error: { code: end.code, message, category, anchor: null, source: null },
-      retry,
-    };
+    agentError = buildCause({ code: end.code, message, category, retry });
   }
   const timeout = end.kind === "timeout" ? silenceCause(end.silentMs) : null;
   const exit = end.kind === "exit" ? { code: end.code, signal: end.signal } : null;

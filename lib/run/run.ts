@@ -5,8 +5,8 @@
 import type { Readable, Writable } from "node:stream";
 import { classify, timeoutCause } from "../cause/classify.ts";
 import { type Cause, decide, type Decision, type TurnFacts } from "../core/decide.ts";
+import { buildCause } from "../core/cause.ts";
 import { buildOutcome, type OutcomeParts } from "../core/build_outcome.ts";
-import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
 import {
@@ -89,7 +89,7 @@ export function stderrCause(
   const message = capUtf8(lastLines(stderr, 3), 500);
   if (!message) return null;
   const { category, retry } = classify(message, undefined, classifier, now, diagnostics);
-  return { error: { code, message, category, anchor: null, source: null }, retry };
+  return buildCause({ code, message, category, retry });
 }
 
 /**
@@ -336,10 +336,7 @@ function spawnFailure(
   const decision = decide({
     cancelled: false,
     exit: null,
-    notStarted: {
-      error: { code: exitCode, message, category: "crash", anchor: null, source: null },
-      retry: retryHint("crash"),
-    },
+    notStarted: buildCause({ code: exitCode, message, category: "crash" }),
     stopReason: null,
     agentError: null,
     output: 0,
