@@ -140,15 +140,6 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
   return verdict;
 }
 
-/**
- * Whether an error event is more specific than a wire error's status or words: its reader
- * named the category, or the code is the provider's own (a string such as
- * `insufficient_quota`, not a bare HTTP status).
- */
-function specific(event: Extract<RecordEvent, { kind: "error" }>): boolean {
-  return event.category !== undefined || typeof event.code === "string";
-}
-
 /** The retry time an error event carries, as an anchor hit's retry (absent: none). */
 function eventRetry(
   event: Extract<RecordEvent, { kind: "error" }>,
@@ -231,7 +222,7 @@ export function recordFacts(
   }
   return {
     error,
-    errorSpecific: verdict.error ? specific(verdict.error.event) : false,
+    errorNamed: verdict.error?.event.category !== undefined,
     aborted,
     stop,
     dropped,

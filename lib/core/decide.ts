@@ -16,11 +16,8 @@ export type { Cause } from "./cause.ts";
 export interface RecordFacts {
   /** The API error the turn ended on (no final answer after it). */
   error: Cause | null;
-  /**
-   * The error's record names its category or the provider's own code (a reader said so, a
-   * `code` that is no bare HTTP status): more specific than a wire error's status or words.
-   */
-  errorSpecific?: boolean;
+  /** The reader named the error's category itself (not read from the words). */
+  errorNamed?: boolean;
   /** The agent recorded the turn as ended before its final message. */
   aborted: Cause | null;
   /** A stop reason the agent recorded (`max_tokens`, `refusal`), with its cause. */
@@ -172,7 +169,7 @@ function refine(agent: Cause, f: TurnFacts, notes: string[]): Cause {
   const recorded = f.records?.error ?? null;
   const category = recorded?.error.category;
   if (
-    recorded && f.records?.errorSpecific && category !== "unknown" &&
+    recorded && f.records && recordIsSpecific(f.records) && category !== "unknown" &&
     category !== agent.error.category
   ) {
     notes.push(
@@ -181,6 +178,16 @@ function refine(agent: Cause, f: TurnFacts, notes: string[]): Cause {
     return recorded;
   }
   return sharpen(agent, [recorded, f.textCause ?? null], f.logCause);
+}
+
+/**
+ * Whether the records' error is more specific than a wire error's status or words: its
+ * reader named the category, or its code is the provider's own (a string such as
+ * `insufficient_quota`, not a bare HTTP status).
+ */
+export function recordIsSpecific(r: RecordFacts): boolean {
+  if (!r.error) return false;
+  return r.errorNamed === true || typeof r.error.error.code === "string";
 }
 
 /** The fallback cause when a process failed and said nothing anywhere. */

@@ -8,6 +8,7 @@ import {
   type NoticeFacts,
   type RecordedStop,
   type RecordFacts,
+  recordIsSpecific,
   type TurnFacts,
 } from "../../../lib/core/decide.ts";
 
@@ -782,17 +783,39 @@ describe("decide — records refine an error the agent reported (the most specif
         ...base,
         stopReason: null,
         agentError: wire,
-        records: recs({ error: recorded, errorSpecific: specific }),
+        records: recs({ error: recorded, errorNamed: specific }),
       });
       expect([d.status, d.error?.category, d.error?.message, (d.notes ?? []).length > 0])
         .toEqual(["failed", category, message, note]);
     });
   }
+  // Which recorded error outranks the wire: named category?, its code -> specific?
+  const specificRows: Array<[string, boolean, number | string | null, boolean]> = [
+    ["the reader named the category", true, null, true],
+    ["the provider's own code", false, "insufficient_quota", true],
+    ["a bare HTTP status", false, 429, false],
+    ["words alone", false, null, false],
+  ];
+  for (const [name, named, code, specific] of specificRows) {
+    test(`a recorded error is more specific than the wire: ${name} -> ${specific}`, () => {
+      const error = { ...QUOTA, error: { ...QUOTA.error, code } };
+      expect(recordIsSpecific(recs({ error, errorNamed: named }))).toBe(specific);
+      const d = decide({
+        ...base,
+        agentError: WIRE_429,
+        records: recs({ error, errorNamed: named }),
+      });
+      expect(d.error?.category).toBe(specific ? "quota" : "rate_limit");
+    });
+  }
+  test("no recorded error is never more specific", () => {
+    expect(recordIsSpecific(recs({ error: null, errorNamed: true }))).toBe(false);
+  });
   test("the records' retry hint comes with their cause: quota is not retried as a rate limit", () => {
     const d = decide({
       ...base,
       agentError: WIRE_429,
-      records: recs({ error: QUOTA, errorSpecific: true }),
+      records: recs({ error: QUOTA, errorNamed: true }),
     });
     expect(d.retry?.retryable).toBe(false);
     expect(d.error?.code).toBe("insufficient_quota");
@@ -811,7 +834,7 @@ describe("decide — records refine an error the agent reported (the most specif
       ...base,
       exit: { code: 1, signal: null },
       agentError: WIRE_429,
-      records: recs({ error: QUOTA, errorSpecific: true }),
+      records: recs({ error: QUOTA, errorNamed: true }),
     });
     expect(d.error?.category).toBe("quota");
   });
@@ -820,7 +843,7 @@ describe("decide — records refine an error the agent reported (the most specif
       ...base,
       agentError: WIRE_429,
       errorStop: "max_tokens",
-      records: recs({ error: QUOTA, errorSpecific: true }),
+      records: recs({ error: QUOTA, errorNamed: true }),
     });
     expect(d.status).toBe("truncated");
   });
