@@ -36,7 +36,7 @@ export { parseDuration, parseRecovery, retryHint } from "./core/retry_hint.ts";
 
 // Classifying: a text by the provider vocabulary (what `context.classify` answers), the
 // text an anchor reads from an input, and a raw cause trimmed to one readable line.
-export { classifyText } from "./cause/text_class.ts";
+export { classifyText, PLUGIN_CONTEXT } from "./cause/text_class.ts";
 export { inputText } from "./cause/input_text.ts";
 export { tidyCause } from "./cause/anchors.ts";
 
