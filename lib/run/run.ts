@@ -33,8 +33,6 @@ import { type AgentExit, bunPassThrough, type PassThroughTaps } from "./bun_pass
 import { timerDelay } from "../io/timer_delay.ts";
 import { StdStream } from "../io/stdio.ts";
 
-export { Tail };
-
 /**
  * Bytes of stdout kept for `reply.text` when `--outcome-json` holds stdout back: memory
  * stays bounded whatever the agent writes; a longer reply is cut and `reply.capped` says so.
