@@ -255,6 +255,30 @@ export function needsLogCause(
   return f.agentError ? f.agentError.error.category === "unknown" : answered(f) === 0;
 }
 
+/** Which evidence beyond the wire can change a turn's decision (see `evidenceBeyondWire`). */
+export interface EvidenceWanted {
+  /** The agent's session records. */
+  records: boolean;
+  /** The wire's contradictions (usage, an empty final message, a reply shorter than recorded). */
+  contradictions: boolean;
+}
+
+/**
+ * Which evidence beyond the wire can change the decision of a turn, so that callers gather
+ * only that (docs/EVIDENCE.md): for a turn the agent ended as whole (`end_turn`), its session
+ * records and the wire's contradictions (decide's `beyondWire` rows); for an error the agent
+ * answered the prompt with, its records alone, which may name the cause more precisely
+ * (`refine`); for a turn given up on, cut by the silence timeout, ended on another stop
+ * reason or by the agent's death, none.
+ */
+export function evidenceBeyondWire(
+  f: Pick<TurnFacts, "cancelled" | "stopReason" | "agentError" | "diedMidTurn" | "timeout">,
+): EvidenceWanted {
+  if (f.cancelled || f.timeout) return { records: false, contradictions: false };
+  if (f.stopReason === "end_turn") return { records: true, contradictions: true };
+  return { records: f.agentError !== null && !f.diedMidTurn, contradictions: false };
+}
+
 /**
  * What was streamed besides the agent's own notices: `output` less the streamed text when
  * that text is notices alone (a turn of retry banners gave no answer).

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import {
   type Cause,
   decide,
+  evidenceBeyondWire,
   exitCause,
   givenUp,
   needsLogCause,
@@ -919,4 +920,61 @@ describe("decide — the agent's own notices (lib/cause/notices.ts)", () => {
     expect(needsLogCause({ ...f, notices: notices(null, 0) })).toBe(true);
     expect(needsLogCause({ ...f, notices: notices(null, 4) })).toBe(false);
   });
+});
+
+describe("decide — which evidence beyond the wire can count (evidenceBeyondWire)", () => {
+  const ERR = cause("Rate limit exceeded", "rate_limit");
+  const TIMEOUT = cause("turn timed out", "timeout");
+  // end of the turn -> records read?, contradictions read?
+  const rows: Array<
+    [string, Parameters<typeof evidenceBeyondWire>[0], boolean, boolean]
+  > = [
+    [
+      "end_turn: records and contradictions",
+      { cancelled: false, stopReason: "end_turn", agentError: null },
+      true,
+      true,
+    ],
+    [
+      "an error the agent answered: its records alone",
+      { cancelled: false, stopReason: null, agentError: ERR },
+      true,
+      false,
+    ],
+    [
+      "the agent died mid-turn: none",
+      { cancelled: false, stopReason: null, agentError: ERR, diedMidTurn: true },
+      false,
+      false,
+    ],
+    [
+      "another stop reason: none",
+      { cancelled: false, stopReason: "max_tokens", agentError: null },
+      false,
+      false,
+    ],
+    [
+      "cancelled: none",
+      { cancelled: true, stopReason: "end_turn", agentError: null },
+      false,
+      false,
+    ],
+    [
+      "an error of a cancelled turn: none",
+      { cancelled: true, stopReason: null, agentError: ERR },
+      false,
+      false,
+    ],
+    [
+      "the silence timeout: none",
+      { cancelled: false, stopReason: null, agentError: null, timeout: TIMEOUT },
+      false,
+      false,
+    ],
+  ];
+  for (const [name, facts, records, contradictions] of rows) {
+    test(name, () => {
+      expect(evidenceBeyondWire(facts)).toEqual({ records, contradictions });
+    });
+  }
 });
