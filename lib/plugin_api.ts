@@ -34,9 +34,19 @@ export type { Category, RetryHint } from "./core/outcome.ts";
 export { buildCause, type Cause, type CauseFields } from "./core/cause.ts";
 export { parseDuration, parseRecovery, retryHint } from "./core/retry_hint.ts";
 
-// Classifying: a text by the provider vocabulary (what `context.classify` answers), the
-// text an anchor reads from an input, and a raw cause trimmed to one readable line.
+// Classifying: a text as turnguard's classifier reads it (what `context.classify` answers),
+// the generic word rules and the category words give by themselves, an input read once (its
+// provider error, message and words), the text an anchor reads from an input, and a raw
+// cause trimmed to one readable line.
 export { classifyText, PLUGIN_CONTEXT } from "./cause/text_class.ts";
+export {
+  applies,
+  type Reading,
+  readInput,
+  type Rule,
+  RULES,
+  wordCategory,
+} from "./cause/word_rules.ts";
 export { inputText } from "./cause/input_text.ts";
 export { tidyCause } from "./cause/anchors.ts";
 

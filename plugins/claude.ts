@@ -25,9 +25,10 @@ import {
   type Category,
   defineAnchor,
   definePlugin,
+  readInput,
   tidyCause,
+  wordCategory,
 } from "../lib/plugin_api.ts";
-import { readInput, wordCategory } from "./generic.ts";
 
 /** Categories of the adapter's `data.errorKind`; absent kinds are left to the words. */
 export const ERROR_KIND_CATEGORY: Readonly<Record<string, Category>> = {

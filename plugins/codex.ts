@@ -22,10 +22,10 @@ import {
   type Category,
   defineAnchor,
   definePlugin,
+  readInput,
   statusCategory,
   tidyCause,
 } from "../lib/plugin_api.ts";
-import { readInput } from "./generic.ts";
 
 /** Categories of Codex's string variants, by their snake_case name. */
 export const CODEX_ERROR_CATEGORY: Readonly<Record<string, Category>> = {

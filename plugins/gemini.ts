@@ -25,10 +25,11 @@ import {
   NO_QUOTA,
   parseDuration,
   parseRecovery,
+  readInput,
   statusCategory,
   tidyCause,
+  wordCategory,
 } from "../lib/plugin_api.ts";
-import { readInput, wordCategory } from "./generic.ts";
 
 const HOUR = 3_600_000;
 

@@ -26,8 +26,8 @@ import {
   obj,
   str,
   tidyCause,
+  wordCategory,
 } from "../lib/plugin_api.ts";
-import { wordCategory } from "./generic.ts";
 
 /** A logfmt value of `key` in a line: quoted (backslash escapes) or bare. */
 export function logfmtValue(line: string, key: string): string | null {

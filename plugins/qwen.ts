@@ -17,8 +17,8 @@ import {
   statusCategory,
   str,
   tidyCause,
+  wordCategory,
 } from "../lib/plugin_api.ts";
-import { wordCategory } from "./generic.ts";
 
 /** qwen-code's sentence for a stream cut before its finish reason: the answer is cut. */
 const NO_FINISH = "Model stream ended without a finish reason.";

@@ -86,7 +86,11 @@ export interface TextClass {
  * plugin's worker each call is answered by turnguard's main thread, synchronously.
  */
 export interface PluginContext {
-  /** Classifies a text with the provider vocabulary (vocabulary.toml; docs/VOCABULARY.md). */
+  /**
+   * Classifies a text as turnguard's classifier does with no agent pack: the provider's
+   * structured fields, the provider vocabulary (vocabulary.toml; docs/VOCABULARY.md) and the
+   * generic word rules, most specific first.
+   */
   classify(text: string): TextClass;
 }
 

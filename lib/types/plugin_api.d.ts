@@ -66,7 +66,11 @@ export interface TextClass {
  * own helpers, the same functions the built-in packs use. Calls are synchronous.
  */
 export interface PluginContext {
-  /** Classifies a text with the provider vocabulary (vocabulary.toml). */
+  /**
+   * Classifies a text as turnguard's classifier does with no agent pack: the provider's
+   * structured fields, the provider vocabulary (vocabulary.toml) and the generic word rules,
+   * most specific first.
+   */
   classify(text: string): TextClass;
 }
 

@@ -3,7 +3,12 @@
  * vocabulary gives a text, and the retry time its words state.
  */
 import { describe, expect, test } from "bun:test";
+import * as v from "valibot";
 import { classifyText, PLUGIN_CONTEXT } from "../../../lib/cause/text_class.ts";
+import { classify } from "../../../lib/cause/classify.ts";
+import { buildClassifier } from "../../../lib/cause/classifier.ts";
+import { AnchorSchema } from "../../../lib/plugin/api.ts";
+import genericPack from "../../../plugins/generic.ts";
 
 const NOW = Date.parse("2026-03-02T10:00:00.000Z");
 
@@ -31,4 +36,32 @@ describe("classifyText", () => {
     expect(PLUGIN_CONTEXT.classify("503 Service Unavailable").category)
       .toBe(classifyText("503 Service Unavailable").category);
   });
+});
+
+describe("classifyText is the classifier of a profile with the generic pack alone", () => {
+  const generic = buildClassifier(
+    (genericPack.anchors ?? []).map((a) => v.parse(AnchorSchema(), a)),
+  );
+  // Wordings of every tier: a provider's JSON, its words, the generic rules' words and
+  // codes, a bare status, a wrapper's words, and an answer that names no failure.
+  const texts = [
+    '{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"Quota exceeded for metric: x, limit: 0"}}',
+    '429 {"error":{"message":"Rate limited","code":"insufficient_quota"}}',
+    "You have hit your monthly spend limit",
+    "Request timed out.",
+    "connect ECONNREFUSED 127.0.0.1:443",
+    "HTTP 503",
+    "API Error: 529 Overloaded",
+    "Model stream ended without a finish reason.",
+    "The model `gpt-9` does not exist or you do not have access to it.",
+    "Prompt is too long: 210000 tokens > 200000 maximum",
+    "Internal error",
+    "Here is the refactored function.",
+  ];
+  for (const text of texts) {
+    test(text, () => {
+      expect(classifyText(text, NOW).category)
+        .toBe(classify(text, undefined, generic, NOW).category);
+    });
+  }
 });

@@ -931,37 +931,37 @@ describe("decide — which evidence beyond the wire can count (evidenceBeyondWir
   > = [
     [
       "end_turn: records and contradictions",
-      { cancelled: false, stopReason: "end_turn", agentError: null },
+      { cancelled: false, stopReason: "end_turn", agentError: null, timeout: null },
       true,
       true,
     ],
     [
       "an error the agent answered: its records alone",
-      { cancelled: false, stopReason: null, agentError: ERR },
+      { cancelled: false, stopReason: null, agentError: ERR, timeout: null },
       true,
       false,
     ],
     [
       "the agent died mid-turn: none",
-      { cancelled: false, stopReason: null, agentError: ERR, diedMidTurn: true },
+      { cancelled: false, stopReason: null, agentError: ERR, diedMidTurn: true, timeout: null },
       false,
       false,
     ],
     [
       "another stop reason: none",
-      { cancelled: false, stopReason: "max_tokens", agentError: null },
+      { cancelled: false, stopReason: "max_tokens", agentError: null, timeout: null },
       false,
       false,
     ],
     [
       "cancelled: none",
-      { cancelled: true, stopReason: "end_turn", agentError: null },
+      { cancelled: true, stopReason: "end_turn", agentError: null, timeout: null },
       false,
       false,
     ],
     [
       "an error of a cancelled turn: none",
-      { cancelled: true, stopReason: null, agentError: ERR },
+      { cancelled: true, stopReason: null, agentError: ERR, timeout: null },
       false,
       false,
     ],
