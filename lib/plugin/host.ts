@@ -12,6 +12,7 @@
  */
 import type { Worker } from "node:worker_threads";
 import { warnLine } from "../io/output.ts";
+import { errorText } from "../errors.ts";
 import { spendOf } from "./budget.ts";
 import workerSource from "./worker.js" with { type: "text" };
 import type { PluginContext } from "./api.ts";
@@ -215,7 +216,7 @@ export class PluginWorker {
       }
       answer = { ok: this.context.classify(question.arg) };
     } catch (err) {
-      answer = { threw: err instanceof Error ? err.message : String(err) };
+      answer = { threw: errorText(err) };
     }
     const bytes = new TextEncoder().encode(JSON.stringify(answer));
     new Uint8Array(this.#buffer!, HEADER_BYTES).set(bytes);

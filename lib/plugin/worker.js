@@ -68,8 +68,9 @@ const READY = 2;
 const ASK = 3;
 const HEADER_BYTES = 16;
 const ASKING = 2;
-/** The longest text a plugin may have classified (its head is what classifies). */
-const QUESTION_CHARS = 16 * 1024;
+// The head of a text a plugin has classified: whatever its characters, the question's JSON
+// (6 bytes at most a character) fits the shared buffer. A cause is in a message's head.
+const QUESTION_CHARS = 8 * 1024;
 const FUNCTION_MARK = "$turnguard:function";
 const MAX_DEPTH = 12;
 

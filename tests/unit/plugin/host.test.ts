@@ -57,6 +57,8 @@ const CLASSIFIES = plugin(
   anchors: [{ id: "u.asks", on: ["log"], match(i, context) {
     const c = context.classify(i.line);
     return c.category === "unknown" ? null : { cause: i.line, category: c.category, retry: { afterMs: c.afterMs } };
+  } }, { id: "u.long", on: ["text"], match(i, context) {
+    return { cause: "long", category: context.classify("\\u0000".repeat(100000) + i.text).category };
   } }],
   readers: [{ id: "u.reads", read(r, context) {
     return { kind: "error", cause: r.message, category: context.classify(r.message).category };
@@ -260,6 +262,17 @@ describe("a user plugin's context (context.classify)", () => {
       cause: message,
       category: "quota",
     });
+  }, 20_000);
+
+  test("a text of any length and characters is asked by its head", async () => {
+    const w = new PluginWorker(pathOf(CLASSIFIES), 2000, 10_000, PLUGIN_CONTEXT);
+    try {
+      await w.load();
+      expect(w.call(["anchors", 1, "match"], { kind: "text", text: "429" }))
+        .toEqual({ cause: "long", category: "unknown" });
+    } finally {
+      w.close();
+    }
   }, 20_000);
 
   test("a host given no context answers the plugin's question with an error", async () => {
