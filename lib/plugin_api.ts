@@ -1,11 +1,12 @@
 /**
- * The public plugin API: the one module the built-in packs (plugins/) import, and the one a
- * user plugin's helpers come from. A plugin default-exports `definePlugin({ anchors,
- * detectors, readers })`; its anchors' `match(input, context)` and readers' `read(record,
- * context)` get `context.classify` (below: `classifyText`), in-process or in a user
- * plugin's worker alike. Everything here is a re-export of the one place it is defined, or
- * a small reader of agent-controlled JSON that trusts no shape. `turnguard types` prints the
- * declarations of the types (lib/types/plugin_api.d.ts).
+ * The public plugin API: the one module of turnguard the built-in packs (plugins/) import,
+ * and the one a user plugin's types come from (`import type`, erased when it loads; without
+ * a checkout `turnguard types` prints the same declarations, lib/types/plugin_api.d.ts). A
+ * plugin default-exports `definePlugin({ anchors, detectors, readers })`; its anchors'
+ * `match(input, context)` and readers' `read(record, context)` get `context.classify`
+ * (below: `classifyText`), in-process or in a user plugin's worker alike, so a user plugin
+ * classifies with the function the packs import. Everything here is a re-export of the one
+ * place it is defined, or a small reader of agent-controlled JSON that trusts no shape.
  */
 import { isObject } from "./text/json.ts";
 
