@@ -5,8 +5,12 @@
  * `grep "messages send" notes`, `buzz messages get` and `buzz reactions add` are not
  * publishes. Written with the public plugin API, like any user detector.
  */
-import { definePlugin, definePublishDetector } from "../lib/plugin/api.ts";
-import { detectCommand, type PublishCommandSpec } from "../lib/publish/commands.ts";
+import {
+  definePlugin,
+  definePublishDetector,
+  detectCommand,
+  type PublishCommandSpec,
+} from "../lib/plugin_api.ts";
 
 /** `buzz messages send --channel X ...`. */
 export const BUZZ_SEND: PublishCommandSpec = {

@@ -20,10 +20,15 @@
  *   token has expired.", "Please run /login" (claude-agent-acp src/acp-agent.ts);
  * - "Prompt is too long" (https://docs.anthropic.com/en/api/errors, invalid_request_error).
  */
-import { tidyCause } from "../lib/cause/anchors.ts";
-import type { Category } from "../lib/core/outcome.ts";
-import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
-import { readInput, wordCategory } from "./generic.ts";
+import {
+  type AnchorHit,
+  type Category,
+  defineAnchor,
+  definePlugin,
+  readInput,
+  tidyCause,
+  wordCategory,
+} from "../lib/plugin_api.ts";
 
 /** Categories of the adapter's `data.errorKind`; absent kinds are left to the words. */
 export const ERROR_KIND_CATEGORY: Readonly<Record<string, Category>> = {

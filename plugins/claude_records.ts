@@ -14,10 +14,17 @@
  * - `{type:"system", subtype:"api_error", error, retryInMs, retryAttempt, maxRetries}`: an
  *   API error Claude Code retries (cli.js `nE7`).
  */
-import type { Category } from "../lib/core/outcome.ts";
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
+import {
+  type Category,
+  contentText,
+  definePlugin,
+  defineRecordReader,
+  obj,
+  type RecordEvent,
+  statusIn,
+  str,
+} from "../lib/plugin_api.ts";
 import { kindCategory } from "./claude.ts";
-import { contentText, obj, statusIn, str } from "./records.ts";
 
 /** The words of a retried API error as the record holds it (an APIError serialized). */
 function retriedCause(record: Record<string, unknown>): { cause: string; code?: number } {

@@ -17,11 +17,15 @@
  * completion: ...", "exceeded retry limit, last status: 429 Too Many Requests",
  * "unexpected status 401 Unauthorized: ...", "Connection failed: ...".
  */
-import { tidyCause } from "../lib/cause/anchors.ts";
-import type { Category } from "../lib/core/outcome.ts";
-import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
-import { readInput } from "./generic.ts";
-import { statusCategory } from "../lib/cause/provider_error.ts";
+import {
+  type AnchorHit,
+  type Category,
+  defineAnchor,
+  definePlugin,
+  readInput,
+  statusCategory,
+  tidyCause,
+} from "../lib/plugin_api.ts";
 
 /** Categories of Codex's string variants, by their snake_case name. */
 export const CODEX_ERROR_CATEGORY: Readonly<Record<string, Category>> = {

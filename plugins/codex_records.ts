@@ -21,8 +21,7 @@
  * (`info.last_token_usage.output_tokens`, reasoning in `reasoning_output_tokens`): output
  * counted for a response that left no message, no agent_message and no tool call.
  */
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
-import { obj, str } from "./records.ts";
+import { definePlugin, defineRecordReader, obj, type RecordEvent, str } from "../lib/plugin_api.ts";
 
 /** Response items that are the model's output besides a message: a tool call it made. */
 const CALL_ITEMS = new Set([

@@ -16,14 +16,22 @@
  * - "Usage limit reached for gemini-2.5-pro." (useQuotaAndFallback.ts);
  * - "Please retry in 37.2s" (googleQuotaErrors.ts `classifyGoogleError`).
  */
-import { tidyCause } from "../lib/cause/anchors.ts";
-import type { Category } from "../lib/core/outcome.ts";
-import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
-import { parseDuration, parseRecovery } from "../lib/core/retry_hint.ts";
+import {
+  type AnchorHit,
+  type Category,
+  defineAnchor,
+  definePlugin,
+  grpcCategory,
+  NO_QUOTA,
+  parseDuration,
+  parseRecovery,
+  readInput,
+  statusCategory,
+  tidyCause,
+  wordCategory,
+} from "../lib/plugin_api.ts";
 
 const HOUR = 3_600_000;
-import { readInput, wordCategory } from "./generic.ts";
-import { grpcCategory, NO_QUOTA, statusCategory } from "../lib/cause/provider_error.ts";
 
 /** Categories of google.rpc.ErrorInfo reasons gemini-cli acts on. */
 export const REASON_CATEGORY: Readonly<Record<string, Category>> = {

@@ -12,8 +12,14 @@
  * whose stream failed, even after gemini-cli's own retries, leaves its prompt without a
  * `gemini` message after it, so the prompt says `answerFirst`.
  */
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
-import { contentText, obj, statusIn } from "./records.ts";
+import {
+  contentText,
+  definePlugin,
+  defineRecordReader,
+  obj,
+  type RecordEvent,
+  statusIn,
+} from "../lib/plugin_api.ts";
 
 /** Reads one chat record. */
 export function readGeminiRecord(value: unknown): RecordEvent | null {

@@ -1,5 +1,5 @@
 /** The built-in code packs, embedded in the binary and loaded before any config file. */
-import type { PluginModule } from "../lib/plugin/api.ts";
+import { type PluginModule } from "../lib/plugin_api.ts";
 import claude from "./claude.ts";
 import codex from "./codex.ts";
 import opencode from "./opencode.ts";

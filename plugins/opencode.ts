@@ -18,11 +18,16 @@
  * own error class (its NamedError names, in the binary: `APIError`, `ContextOverflowError`,
  * `ProviderAuthError`, `MessageOutputLengthError`, `MessageAbortedError`).
  */
-import { tidyCause } from "../lib/cause/anchors.ts";
-import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
-import { wordCategory } from "./generic.ts";
-import type { Category } from "../lib/core/outcome.ts";
-import { obj, str } from "./records.ts";
+import {
+  type AnchorHit,
+  type Category,
+  defineAnchor,
+  definePlugin,
+  obj,
+  str,
+  tidyCause,
+  wordCategory,
+} from "../lib/plugin_api.ts";
 
 /** A logfmt value of `key` in a line: quoted (backslash escapes) or bare. */
 export function logfmtValue(line: string, key: string): string | null {

@@ -18,8 +18,14 @@
  * notices as reply text ("Retrying (attempt 1/1, waiting 1s)...", "Retry finished,
  * resuming."): the entry with `stopReason: "error"` is the only place the failure is told.
  */
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
-import { contentText, obj, str } from "./records.ts";
+import {
+  contentText,
+  definePlugin,
+  defineRecordReader,
+  obj,
+  type RecordEvent,
+  str,
+} from "../lib/plugin_api.ts";
 
 /** The HTTP status the OpenAI SDK puts first in an API error's message (`"429 Rate ..."`). */
 function leadingStatus(text: string): number | undefined {

@@ -9,11 +9,16 @@
  * it retries (5xx, 429 — an exhausted quota too) it retries silently; they are in its chat
  * records (plugins/qwen_records.ts).
  */
-import { tidyCause } from "../lib/cause/anchors.ts";
-import { type AnchorHit, defineAnchor, definePlugin } from "../lib/plugin/api.ts";
-import { obj, str } from "./records.ts";
-import { wordCategory } from "./generic.ts";
-import { statusCategory } from "../lib/cause/provider_error.ts";
+import {
+  type AnchorHit,
+  defineAnchor,
+  definePlugin,
+  obj,
+  statusCategory,
+  str,
+  tidyCause,
+  wordCategory,
+} from "../lib/plugin_api.ts";
 
 /** qwen-code's sentence for a stream cut before its finish reason: the answer is cut. */
 const NO_FINISH = "Model stream ended without a finish reason.";

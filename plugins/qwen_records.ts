@@ -18,8 +18,7 @@
  * before its answer (`answerFirst`). The wire often says less than the records: a failed
  * turn can end `end_turn` with nothing streamed.
  */
-import { definePlugin, defineRecordReader, type RecordEvent } from "../lib/plugin/api.ts";
-import { obj, str } from "./records.ts";
+import { definePlugin, defineRecordReader, obj, type RecordEvent, str } from "../lib/plugin_api.ts";
 
 /** The text of Gemini-style parts, and whether one of them is a tool call. */
 function partsOf(message: unknown): { text: string; calls: boolean } {

@@ -10,7 +10,7 @@
  * anchors.toml (`plugins = ["gateway_budget.ts"]`), and test it with
  * `turnguard scan --config anchors.toml your.log`.
  */
-import type { AnchorHit, AnchorInput } from "../../lib/plugin/api.ts";
+import type { AnchorHit, AnchorInput } from "../../lib/plugin_api.ts";
 
 const WALL = /llm-gateway: (?<cause>budget exhausted for team=[\w-]+.*)$/;
 const RESETS = /resets in (?:(\d+)h)?(?:(\d+)m)?/;

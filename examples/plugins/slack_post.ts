@@ -4,7 +4,7 @@
  * published the turn's reply. The detector sees the merged tool call (title, rawInput,
  * status, ...) and says whether it published, and where.
  */
-import type { Detection, ToolCallState } from "../../lib/plugin/api.ts";
+import type { Detection, ToolCallState } from "../../lib/plugin_api.ts";
 
 function commandOf(call: ToolCallState): string {
   const input = call.rawInput as { command?: unknown } | undefined;

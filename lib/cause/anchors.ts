@@ -14,10 +14,13 @@ import {
   IdSchema,
   type LoadedAnchor,
 } from "../plugin/api.ts";
-import { capUtf8, classifiedHead, dewrapGlog, oneLine } from "../text/text.ts";
-import { jsonText } from "../text/json.ts";
+import { capUtf8, dewrapGlog, oneLine } from "../text/text.ts";
 import { callPlugin } from "../plugin/call.ts";
 import type { Classifier } from "./classifier.ts";
+import { inputText } from "./input_text.ts";
+import { PLUGIN_CONTEXT } from "./text_class.ts";
+
+export { inputText };
 
 /** Longest cause kept, in bytes of UTF-8. */
 export const MAX_CAUSE_BYTES = 500;
@@ -61,25 +64,6 @@ function tryRegExp(source: string, flags: string): RegExp | null {
     return new RegExp(source, flags);
   } catch {
     return null;
-  }
-}
-
-/** The text an anchor of any kind reads from one input. */
-export function inputText(input: AnchorInput): string {
-  switch (input.kind) {
-    case "log":
-      return classifiedHead(input.line);
-    case "text":
-      return classifiedHead(input.text);
-    case "error": {
-      const { message, data, code } = input.error;
-      const parts = [classifiedHead(typeof message === "string" ? message : jsonText(message))];
-      if (data !== undefined) {
-        parts.push(classifiedHead(typeof data === "string" ? data : jsonText(data)));
-      }
-      if (typeof code === "number" || typeof code === "string") parts.push(`(code ${code})`);
-      return parts.join(" ");
-    }
   }
 }
 
@@ -156,7 +140,7 @@ export function tryMatch(
 ): AnchorHit | null {
   const hit = callPlugin(
     { name: `anchor ${anchor.id}`, origin: anchor.origin, answer: "hit" },
-    () => anchor.match(input),
+    () => anchor.match(input, PLUGIN_CONTEXT),
     AnchorHitSchema(),
     diagnostics,
   );

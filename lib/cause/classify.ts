@@ -4,7 +4,7 @@
  */
 import { findCause, tryMatch } from "./anchors.ts";
 import type { Classifier } from "./classifier.ts";
-import type { Cause } from "../core/decide.ts";
+import { buildCause, type Cause } from "../core/cause.ts";
 import type { Category, RetryHint } from "../core/outcome.ts";
 import type { AnchorHit } from "../plugin/api.ts";
 import { withPluginBudget } from "../plugin/budget.ts";
@@ -89,16 +89,7 @@ export function textCause(
   if (!found.finding?.hit.category) return null;
   const { hit, anchor } = found.finding;
   const { category, retry } = classify(hit.cause, hit, classifier, now, diagnostics);
-  return {
-    error: {
-      code: hit.code ?? null,
-      message: hit.cause,
-      category,
-      anchor: anchor.id,
-      source: null,
-    },
-    retry,
-  };
+  return buildCause({ code: hit.code, message: hit.cause, category, anchor: anchor.id, retry });
 }
 
 /** A usable delay (finite, not negative), or null. */
@@ -108,8 +99,5 @@ function finiteOrNull(ms: number | undefined): number | null {
 
 /** The cause of a turn turnguard cut short (proxy: silence; run: `--timeout`). */
 export function timeoutCause(message: string): Cause {
-  return {
-    error: { code: null, message, category: "timeout", anchor: null, source: null },
-    retry: retryHint("timeout"),
-  };
+  return buildCause({ message, category: "timeout" });
 }

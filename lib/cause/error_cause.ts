@@ -8,7 +8,7 @@
  */
 import { findCause, inputText, MAX_CAUSE_BYTES, tidyCause } from "./anchors.ts";
 import { classify } from "./classify.ts";
-import type { Cause } from "../core/decide.ts";
+import { buildCause, type Cause } from "../core/cause.ts";
 import type { AnchorInput } from "../plugin/api.ts";
 import type { Classifier } from "./classifier.ts";
 import { oneLine, utf8Length } from "../text/text.ts";
@@ -106,17 +106,14 @@ export function errorCause(
     ? error.code
     : null;
   return {
-    cause: {
-      error: {
-        code: hit?.code ?? providerErrorOf(error)?.status ?? ownCode,
-        message,
-        category,
-        anchor: found.finding?.anchor.id ?? null,
-        source: null,
-      },
+    cause: buildCause({
+      code: hit?.code ?? providerErrorOf(error)?.status ?? ownCode,
+      message,
+      category,
+      anchor: found.finding?.anchor.id,
       retry,
-      ...(WRAPPER_MESSAGE.test(message) ? { wrapper: true } : {}),
-    },
+      wrapper: WRAPPER_MESSAGE.test(message),
+    }),
     diagnostics,
   };
 }

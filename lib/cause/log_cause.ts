@@ -7,7 +7,7 @@
 import { findCause } from "./anchors.ts";
 import { attributeLines, type LogLine, splitLines } from "./attribution.ts";
 import { classify } from "./classify.ts";
-import type { Cause } from "../core/decide.ts";
+import { buildCause, type Cause } from "../core/cause.ts";
 import { expandPatterns } from "../io/glob.ts";
 import { ReadBudget } from "../io/bounded_read.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
@@ -114,16 +114,14 @@ function logCause(input: LogCauseInput): LogCauseResult {
   const line = lines[index];
   const { category, retry } = classify(hit.cause, hit, classifier, now, diagnostics);
   return {
-    cause: {
-      error: {
-        code: hit.code ?? codeIn(hit.cause),
-        message: hit.cause,
-        category,
-        anchor: anchor.id,
-        source: { path: line.path, offset: line.offset },
-      },
+    cause: buildCause({
+      code: hit.code ?? codeIn(hit.cause),
+      message: hit.cause,
+      category,
+      anchor: anchor.id,
+      source: { path: line.path, offset: line.offset },
       retry,
-    },
+    }),
     diagnostics,
   };
 }

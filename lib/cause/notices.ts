@@ -15,7 +15,8 @@
  */
 import { classify } from "./classify.ts";
 import type { Classifier } from "./classifier.ts";
-import type { Cause, NoticeFacts } from "../core/decide.ts";
+import type { NoticeFacts } from "../core/decide.ts";
+import { buildCause, type Cause } from "../core/cause.ts";
 
 /** What kind of notice a span of text is. */
 export type NoticeKind = "retry" | "failure" | "declared";
@@ -304,10 +305,7 @@ function failureCause(
   }
   const { category, retry } = classify(words, undefined, classifier, now, diagnostics);
   if (category === "unknown") return null;
-  return {
-    error: { code: null, message, category, anchor: "notice", source: null },
-    retry,
-  };
+  return buildCause({ message, category, anchor: "notice", retry });
 }
 
 /** The text without the declared notices (and the line breaks that only ended them). */

@@ -6,11 +6,13 @@
  * nothing recorded), or a turn that recovered (an error, then a final answer).
  */
 import { classify } from "./classify.ts";
-import type { Cause, RecordFacts } from "../core/decide.ts";
+import type { RecordFacts } from "../core/decide.ts";
+import { buildCause, type Cause } from "../core/cause.ts";
 import type { AnchorHit, LoadedRecordReader, RecordEvent } from "../plugin/api.ts";
 import type { Classifier } from "./classifier.ts";
 import { RecordEventSchema } from "../plugin/api.ts";
 import { callPlugin } from "../plugin/call.ts";
+import { PLUGIN_CONTEXT } from "./text_class.ts";
 import type { SessionRecord } from "./session_records.ts";
 
 /** An event with the record it was read from. */
@@ -33,7 +35,7 @@ export function readRecordEvents(
     for (const reader of readers) {
       const event = callPlugin(
         { name: `reader ${reader.id}`, origin: reader.origin, answer: "event" },
-        () => reader.read(r.record),
+        () => reader.read(r.record, PLUGIN_CONTEXT),
         RecordEventSchema(),
         diagnostics,
       );
@@ -138,15 +140,6 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
   return verdict;
 }
 
-/**
- * Whether an error event is more specific than a wire error's status or words: its reader
- * named the category, or the code is the provider's own (a string such as
- * `insufficient_quota`, not a bare HTTP status).
- */
-function specific(event: Extract<RecordEvent, { kind: "error" }>): boolean {
-  return event.category !== undefined || typeof event.code === "string";
-}
-
 /** The retry time an error event carries, as an anchor hit's retry (absent: none). */
 function eventRetry(
   event: Extract<RecordEvent, { kind: "error" }>,
@@ -178,10 +171,7 @@ export function recordFacts(
     code: number | string | null = null,
   ): Cause => {
     const { category, retry } = classify(message, hit, classifier, now, diagnostics);
-    return {
-      error: { code, message, category, anchor: anchor(e), source: source(e) },
-      retry,
-    };
+    return buildCause({ code, message, category, anchor: anchor(e), source: source(e), retry });
   };
   let error: Cause | null = null;
   if (verdict.error) {
@@ -232,7 +222,7 @@ export function recordFacts(
   }
   return {
     error,
-    errorSpecific: verdict.error ? specific(verdict.error.event) : false,
+    errorNamed: verdict.error?.event.category !== undefined,
     aborted,
     stop,
     dropped,

@@ -29,7 +29,7 @@ import {
   type ProviderError,
   rpcProviderError,
 } from "./provider_error.ts";
-import { inputText } from "./anchors.ts";
+import { inputText } from "./input_text.ts";
 import compiled from "./vocabulary.json" with { type: "json" };
 
 /** Who words a signature: a model provider, a gateway in front of one, or an HTTP runtime. */
@@ -104,7 +104,7 @@ export const TIERS: readonly Tier[] = ["code", "words", "status", "wrapper"];
 
 /**
  * Where the vocabulary ranks among anchors (priority): its words above the generic pack's
- * word rules (plugins/generic.ts, 15 to 90) and below every agent pack and every declarative
+ * word rules (lib/cause/word_rules.ts, the generic pack's anchors at 15 to 90) and below every agent pack and every declarative
  * anchor of anchors.toml (100 and up); its statuses and wrappers' words below every word
  * rule, above the bare status fallback (10).
  */

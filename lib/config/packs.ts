@@ -16,6 +16,7 @@ import {
   PluginModuleSchema,
 } from "../plugin/api.ts";
 import { PluginWorker, reviveExport } from "../plugin/host.ts";
+import { PLUGIN_CONTEXT } from "../plugin_api.ts";
 import { formatKeyPath, type KeyStep } from "./toml_locate.ts";
 
 /** Everything the plugins contributed. */
@@ -97,7 +98,12 @@ export async function loadCodePlugins(
     if (!existsSync(ref.path)) {
       throw new ConfigError(ref.path, null, null, `plugin file not found (named in ${where})`);
     }
-    const worker = new PluginWorker(ref.path, options.budgetMs, options.loadTimeoutMs);
+    const worker = new PluginWorker(
+      ref.path,
+      options.budgetMs,
+      options.loadTimeoutMs,
+      PLUGIN_CONTEXT,
+    );
     let shape: unknown;
     try {
       shape = await worker.load();

@@ -4,17 +4,9 @@
  */
 import type { RetryHint, Status, TurnError } from "./outcome.ts";
 import { retryHint } from "./retry_hint.ts";
+import { buildCause, type Cause } from "./cause.ts";
 
-/** A classified cause: the error as the Outcome shows it and its retry hint. */
-export interface Cause {
-  error: TurnError;
-  retry: RetryHint;
-  /**
-   * The message only names the agent's wrapper ("Authentication required", "Internal
-   * error"): the words of the real cause, when the turn has them, are elsewhere.
-   */
-  wrapper?: boolean;
-}
+export type { Cause } from "./cause.ts";
 
 /**
  * What the agent's session records show of the turn (docs/EVIDENCE.md), each read and
@@ -24,11 +16,8 @@ export interface Cause {
 export interface RecordFacts {
   /** The API error the turn ended on (no final answer after it). */
   error: Cause | null;
-  /**
-   * The error's record names its category or the provider's own code (a reader said so, a
-   * `code` that is no bare HTTP status): more specific than a wire error's status or words.
-   */
-  errorSpecific?: boolean;
+  /** The reader named the error's category itself (not read from the words). */
+  errorNamed?: boolean;
   /** The agent recorded the turn as ended before its final message. */
   aborted: Cause | null;
   /** A stop reason the agent recorded (`max_tokens`, `refusal`), with its cause. */
@@ -166,10 +155,11 @@ function sharpen(agent: Cause, better: readonly (Cause | null)[], log: Cause | n
   const found = agent.wrapper || generic ? better.find(known) ?? null : null;
   const cause = found ?? (generic ? log : null);
   if (!cause) return agent;
-  return {
-    error: { ...cause.error, code: agent.error.code ?? cause.error.code },
+  return buildCause({
+    ...cause.error,
+    code: agent.error.code ?? cause.error.code,
     retry: cause.retry,
-  };
+  });
 }
 
 /**
@@ -184,7 +174,7 @@ function refine(agent: Cause, f: TurnFacts, notes: string[]): Cause {
   const recorded = f.records?.error ?? null;
   const category = recorded?.error.category;
   if (
-    recorded && f.records?.errorSpecific && category !== "unknown" &&
+    recorded && f.records && recordIsSpecific(f.records) && category !== "unknown" &&
     category !== agent.error.category
   ) {
     notes.push(
@@ -195,16 +185,28 @@ function refine(agent: Cause, f: TurnFacts, notes: string[]): Cause {
   return sharpen(agent, [recorded, f.textCause ?? null], f.logCause);
 }
 
+/**
+ * Whether the records' error is more specific than a wire error's status or words: its
+ * reader named the category, or its code is the provider's own (a string such as
+ * `insufficient_quota`, not a bare HTTP status).
+ */
+export function recordIsSpecific(r: RecordFacts): boolean {
+  if (!r.error) return false;
+  return r.errorNamed === true || typeof r.error.error.code === "string";
+}
+
 /** The fallback cause when a process failed and said nothing anywhere. */
 export function exitCause(exit: { code: number | null; signal: string | null }): Cause {
   const message = exit.signal
     ? `killed by signal ${exit.signal}`
     : `exited with status ${exit.code}`;
   const category = exit.signal ? "crash" : "unknown";
-  return {
-    error: { code: exit.code, message, category, anchor: null, source: null },
+  return buildCause({
+    code: exit.code,
+    message,
+    category,
     retry: { ...retryHint(category), reason: "the agent failed without a known cause" },
-  };
+  });
 }
 
 /**
@@ -213,10 +215,7 @@ export function exitCause(exit: { code: number | null; signal: string | null }):
  * when to retry.
  */
 function asCrash(agent: Cause): Cause {
-  return {
-    error: { ...agent.error, category: "crash" },
-    retry: retryHint("crash", agent.retry),
-  };
+  return buildCause({ ...agent.error, category: "crash", retry: retryHint("crash", agent.retry) });
 }
 
 /** The agent's error as decide weighs it: a mid-turn death of no known cause is a crash. */
@@ -260,6 +259,30 @@ export function needsLogCause(
 ): boolean {
   if (f.timeout || f.endedEarly || givenUp(f)) return false;
   return f.agentError ? f.agentError.error.category === "unknown" : answered(f) === 0;
+}
+
+/** Which evidence beyond the wire can change a turn's decision (see `evidenceBeyondWire`). */
+export interface EvidenceWanted {
+  /** The agent's session records. */
+  records: boolean;
+  /** The wire's contradictions (usage, an empty final message, a reply shorter than recorded). */
+  contradictions: boolean;
+}
+
+/**
+ * Which evidence beyond the wire can change the decision of a turn, so that callers gather
+ * only that (docs/EVIDENCE.md): for a turn the agent ended as whole (`end_turn`), its session
+ * records and the wire's contradictions (decide's `beyondWire` rows); for an error the agent
+ * answered the prompt with, its records alone, which may name the cause more precisely
+ * (`refine`); for a turn given up on, cut by the silence timeout, ended on another stop
+ * reason or by the agent's death, none.
+ */
+export function evidenceBeyondWire(
+  f: Pick<TurnFacts, "cancelled" | "stopReason" | "agentError" | "diedMidTurn" | "timeout">,
+): EvidenceWanted {
+  if (f.cancelled || f.timeout) return { records: false, contradictions: false };
+  if (f.stopReason === "end_turn") return { records: true, contradictions: true };
+  return { records: f.agentError !== null && !f.diedMidTurn, contradictions: false };
 }
 
 /**

@@ -1,11 +1,13 @@
 /**
- * The plugin API: the one way anchors and publish detectors are written, by the built-in
- * packs in plugins/ and by users alike. A plugin module needs no import of turnguard: it
- * default-exports `{ anchors?: [...], detectors?: [...], readers?: [...] }`; the helpers below only add types.
+ * The shapes of the plugin API, as turnguard validates them: what a plugin module exports
+ * (`{ anchors?: [...], detectors?: [...], readers?: [...] }`), what its functions are called
+ * with and what they answer. Plugin authors and the built-in packs import the public module,
+ * lib/plugin_api.ts, which re-exports these with the helpers; a user plugin needs no import
+ * of turnguard at run time (its functions get the helpers that classify as `context`).
  */
 import * as v from "valibot";
 import { once } from "../once.ts";
-import { CategorySchema } from "../core/outcome.ts";
+import { type Category, CategorySchema } from "../core/outcome.ts";
 
 /** The id of an anchor, detector or record reader, in plugins and config files alike. */
 export const IdSchema = once(() =>
@@ -66,6 +68,32 @@ export const AnchorHitSchema = once(() =>
 /** What an anchor's `match` returns when it matches (see AnchorHitSchema). */
 export type AnchorHit = v.InferOutput<ReturnType<typeof AnchorHitSchema>>;
 
+/**
+ * What turnguard's classifier makes of a text, as a plugin gets it (`context.classify`):
+ * the category (`unknown` when nothing names one) and, when the words say when a retry may
+ * work, `afterMs` and `at` (ISO 8601), ready for an AnchorHit's `retry` or a record event's
+ * `retryAfterMs` / `retryAt`.
+ */
+export interface TextClass {
+  category: Category;
+  afterMs?: number;
+  at?: string;
+}
+
+/**
+ * The second argument of every anchor's `match` and record reader's `read`: turnguard's own
+ * helpers, the same functions the built-in packs import from lib/plugin_api.ts. In a user
+ * plugin's worker each call is answered by turnguard's main thread, synchronously.
+ */
+export interface PluginContext {
+  /**
+   * Classifies a text as turnguard's classifier does with no agent pack: the provider's
+   * structured fields, the provider vocabulary (vocabulary.toml; docs/VOCABULARY.md) and the
+   * generic word rules, most specific first.
+   */
+  classify(text: string): TextClass;
+}
+
 const fn = <T extends (...args: never[]) => unknown>(message: string) =>
   v.custom<T>((value) => typeof value === "function", message);
 
@@ -78,7 +106,9 @@ export const AnchorSchema = once(() =>
     /** Agent profiles this anchor is for; absent means every profile. */
     agents: v.optional(v.array(v.string())),
     on: v.pipe(v.array(v.picklist(["log", "error", "text"])), v.minLength(1)),
-    match: fn<(input: AnchorInput) => AnchorHit | null | undefined>("match must be a function"),
+    match: fn<(input: AnchorInput, context: PluginContext) => AnchorHit | null | undefined>(
+      "match must be a function",
+    ),
     /** Where the anchor came from, for messages (filled in by the loader). */
     origin: v.optional(v.string()),
   })
@@ -196,7 +226,9 @@ export const RecordReaderSchema = once(() =>
     id: IdSchema(),
     /** Agent profiles this reader is for; absent means every profile. */
     agents: v.optional(v.array(v.string())),
-    read: fn<(record: unknown) => RecordEvent | null | undefined>("read must be a function"),
+    read: fn<(record: unknown, context: PluginContext) => RecordEvent | null | undefined>(
+      "read must be a function",
+    ),
     origin: v.optional(v.string()),
   })
 );

@@ -6,12 +6,16 @@
  * worker answers or the budget of the open scope (lib/plugin/budget.ts) runs out; then the
  * worker is terminated, a diagnostic is raised (as a throw the matcher turns into one), and
  * a replacement worker starts importing the module at once, so it is ready for the next
- * turn. Built-in packs and declarative anchors never come here: they run in-process.
+ * turn. While the main thread waits, it answers the plugin's own calls of its context
+ * (`context.classify`, lib/plugin/api.ts `PluginContext`) with the functions the built-in
+ * packs use. Built-in packs and declarative anchors never come here: they run in-process.
  */
 import type { Worker } from "node:worker_threads";
 import { warnLine } from "../io/output.ts";
+import { errorText } from "../errors.ts";
 import { spendOf } from "./budget.ts";
 import workerSource from "./worker.js" with { type: "text" };
+import type { PluginContext } from "./api.ts";
 
 /** Default time user code plugins may take, per plugin file, to decide one turn. */
 export const DEFAULT_PLUGIN_BUDGET_MS = 2000;
@@ -26,7 +30,18 @@ export const FUNCTION_MARK = "$turnguard:function";
 const REPLY = 0;
 const LENGTH = 1;
 const READY = 2;
+const ASK = 3;
 const HEADER_BYTES = 16;
+/** REPLY's values: no answer yet, the call's answer, a question of the plugin's context. */
+const ANSWERED = 1;
+const ASKING = 2;
+
+/** The context a worker's calls get when none is given: it answers nothing. */
+const NO_CONTEXT: PluginContext = {
+  classify() {
+    throw new Error("no classifier is given to this plugin host");
+  },
+};
 
 /** A key path into a plugin's default export (`["anchors", 0, "match"]`). */
 export type ExportPath = ReadonlyArray<string | number>;
@@ -50,6 +65,8 @@ export class PluginWorker {
   readonly budgetMs: number;
   /** Time its module may take to import, at start-up and after each restart. */
   readonly loadTimeoutMs: number;
+  /** What the plugin's `context` calls are answered with. */
+  readonly context: PluginContext;
   #worker: Worker | null = null;
   #startedAt = 0;
   #ctrl: Int32Array<ArrayBufferLike> = new Int32Array(0);
@@ -60,10 +77,12 @@ export class PluginWorker {
     path: string,
     budgetMs: number = DEFAULT_PLUGIN_BUDGET_MS,
     loadTimeoutMs: number = PLUGIN_LOAD_TIMEOUT_MS,
+    context: PluginContext = NO_CONTEXT,
   ) {
     this.path = path;
     this.budgetMs = budgetMs;
     this.loadTimeoutMs = loadTimeoutMs;
+    this.context = context;
   }
 
   /** Starts the worker and imports the module; resolves to the picture of its export. */
@@ -129,10 +148,12 @@ export class PluginWorker {
       const left = remaining - (clock() - started);
       if (left <= 0) break;
       Atomics.wait(this.#ctrl, REPLY, 0, left);
-      if (Atomics.load(this.#ctrl, REPLY) === 1) {
+      const state = Atomics.load(this.#ctrl, REPLY);
+      if (state === ANSWERED) {
         answered = true;
         break;
       }
+      if (state === ASKING) this.#answerQuestion();
     }
     spend.spentMs += clock() - started;
     if (!answered) {
@@ -178,6 +199,30 @@ export class PluginWorker {
       }
       Atomics.wait(this.#ctrl, READY, 0, left);
     }
+  }
+
+  /**
+   * Answers the question the plugin asked its context (written by worker.js `ask`): runs
+   * the context's function on the main thread and writes its answer, or why it failed,
+   * back for the waiting worker.
+   */
+  #answerQuestion(): void {
+    Atomics.store(this.#ctrl, REPLY, 0);
+    let answer: Reply;
+    try {
+      const question = this.#reply() as { op?: unknown; arg?: unknown };
+      if (question.op !== "classify" || typeof question.arg !== "string") {
+        throw new Error(`context has no ${String(question.op)}(${typeof question.arg})`);
+      }
+      answer = { ok: this.context.classify(question.arg) };
+    } catch (err) {
+      answer = { threw: errorText(err) };
+    }
+    const bytes = new TextEncoder().encode(JSON.stringify(answer));
+    new Uint8Array(this.#buffer!, HEADER_BYTES).set(bytes);
+    Atomics.store(this.#ctrl, LENGTH, bytes.length);
+    Atomics.store(this.#ctrl, ASK, 1);
+    Atomics.notify(this.#ctrl, ASK);
   }
 
   /** The JSON the worker last wrote into the shared buffer. */

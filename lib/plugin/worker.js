@@ -7,9 +7,15 @@
 //                            {op: "failed", message} by postMessage, and set READY to 1 or
 //                            2 (after writing {threw: message} in the shared buffer, for a
 //                            main thread that waits on READY instead of on messages)
-//   {op: "call", path, arg}  call the function at `path` in the default export with `arg`;
-//                            answer in the shared buffer: the JSON of {ok: value} or
-//                            {threw: message}, its length in LENGTH, then REPLY = 1 + notify.
+//   {op: "call", path, arg}  call the function at `path` in the default export with `arg`
+//                            and the plugin's context (see below); answer in the shared
+//                            buffer: the JSON of {ok: value} or {threw: message}, its length
+//                            in LENGTH, then REPLY = 1 + notify.
+// During a call, the plugin's `context.classify(text)` asks the main thread, which is
+// waiting on REPLY: the worker writes {op: "classify", arg: text} in the shared buffer, sets
+// ASK = 0 and REPLY = 2 + notify, and waits on ASK; the main thread answers with the JSON of
+// {ok: value} or {threw: message} in the buffer, REPLY back to 0, then ASK = 1 + notify. So
+// a user plugin classifies with the very function the built-in packs use, synchronously.
 // The main thread blocks on REPLY with a time budget and terminates the worker when the
 // budget runs out, so a plugin that loops never holds a turn's outcome; it then starts a
 // replacement at once and, before its next call, blocks on READY (not charged to a budget).
@@ -59,7 +65,12 @@ for (const stream of [process.stdout, process.stderr]) {
 const REPLY = 0;
 const LENGTH = 1;
 const READY = 2;
+const ASK = 3;
 const HEADER_BYTES = 16;
+const ASKING = 2;
+// The head of a text a plugin has classified: whatever its characters, the question's JSON
+// (6 bytes at most a character) fits the shared buffer. A cause is in a message's head.
+const QUESTION_CHARS = 8 * 1024;
 const FUNCTION_MARK = "$turnguard:function";
 const MAX_DEPTH = 12;
 
@@ -118,19 +129,43 @@ function reply(result) {
   Atomics.notify(ctrl, REPLY);
 }
 
+let calling = false;
+
+// Asks the main thread (waiting for this call's answer) to run `op` of the context on `arg`.
+function ask(op, arg) {
+  if (!calling) throw new Error(`context.${op} can only be used while turnguard calls the plugin`);
+  write({ op, arg });
+  Atomics.store(ctrl, ASK, 0);
+  Atomics.store(ctrl, REPLY, ASKING);
+  Atomics.notify(ctrl, REPLY);
+  Atomics.wait(ctrl, ASK, 0);
+  const length = Atomics.load(ctrl, LENGTH);
+  const answer = JSON.parse(new TextDecoder().decode(data.slice(0, length)));
+  if (answer.threw !== undefined) throw new Error(answer.threw);
+  return answer.ok;
+}
+
+// The second argument of every plugin function turnguard calls (lib/plugin/api.ts).
+const context = Object.freeze({
+  classify: (text) => ask("classify", String(text).slice(0, QUESTION_CHARS)),
+});
+
 function call(path, arg) {
   let owner = exported;
   for (const key of path.slice(0, -1)) owner = owner == null ? undefined : owner[key];
   const fn = owner == null ? undefined : owner[path[path.length - 1]];
   if (typeof fn !== "function") return { threw: `${path.join(".")} is not a function` };
   try {
-    const value = fn.call(owner, arg);
+    calling = true;
+    const value = fn.call(owner, arg, context);
     if (value !== null && typeof value === "object" && typeof value.then === "function") {
       return { threw: "returned a Promise; plugin functions must answer synchronously" };
     }
     return { ok: value === undefined ? null : value };
   } catch (err) {
     return { threw: errorText(err) };
+  } finally {
+    calling = false;
   }
 }
 

@@ -5,7 +5,7 @@
  * that is the final answer when the turn recovered or re-streamed its reply. Pure given the
  * records already read.
  */
-import { retryHint } from "../core/retry_hint.ts";
+import { buildCause } from "../core/cause.ts";
 import {
   type BeyondWireFacts,
   type Cause,
@@ -57,10 +57,7 @@ export interface BeyondWireInput {
 
 /** A wire contradiction as a cause: its words, category unknown (the wire tells no more). */
 export function contradictionCause(message: string): Cause {
-  return {
-    error: { code: null, message, category: "unknown", anchor: "wire", source: null },
-    retry: retryHint("unknown"),
-  };
+  return buildCause({ message, category: "unknown", anchor: "wire" });
 }
 
 /** The turn's session records as facts for `decide`, and their verdict; null: none read. */
@@ -86,6 +83,9 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   };
   const text = turnText(turn);
   const whole = wholeText(turn, text);
+  /** The final answer the records hold, whatever else they say (decide weighs it). */
+  let recorded: string | null = null;
+  /** That answer when decide's reading of the records says it stands (the reply text). */
   let recordedText: string | null = null;
   let retried = false;
   let broken = false;
@@ -95,7 +95,8 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
     facts.records = read.facts;
     // The reply text follows decide's own reading of the records.
     const reading = weighRecords(facts.records);
-    recordedText = reading.final ? verdict.finalText : null;
+    recorded = verdict.finalText;
+    recordedText = reading.final ? recorded : null;
     retried = verdict.recovered;
     broken = reading.cut !== null || reading.unanswered !== null;
     if (verdict.recovered) {
@@ -126,7 +127,9 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   const words = zeroOutputUsage(input.result, turn.chars) ??
     emptyFinalMessage(stopReason, turn.lastMessage);
   if (words) facts.contradiction = contradictionCause(words);
-  const shortfall = recordedText !== null && whole ? shorterThanRecorded(last, recordedText) : null;
+  // A fact whenever the records hold a final answer: decide counts it only when that answer
+  // stands (its `beyondWire` rows), else the wire's own contradictions.
+  const shortfall = recorded !== null && whole ? shorterThanRecorded(last, recorded) : null;
   if (shortfall) facts.shortfall = contradictionCause(shortfall);
   const dropped = droppedAnswer(input.result, turn.chars, turn.activity);
   if (dropped) facts.dropped = contradictionCause(dropped);

@@ -6,7 +6,14 @@
  */
 import { classify, textCause, timeoutCause } from "../cause/classify.ts";
 import type { Classifier } from "../cause/classifier.ts";
-import { type Cause, decide, type Decision, needsLogCause } from "../core/decide.ts";
+import {
+  type Cause,
+  decide,
+  type Decision,
+  evidenceBeyondWire,
+  needsLogCause,
+} from "../core/decide.ts";
+import { buildCause } from "../core/cause.ts";
 import { buildOutcome } from "../core/build_outcome.ts";
 import type { LogCauseResult } from "../cause/log_cause.ts";
 import type { AgentAttempt, Outcome } from "../core/outcome.ts";
@@ -111,10 +118,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   } else if (end.kind === "exit") {
     const message = exitMessage(end.code, end.signal, end.stderrTail);
     const { category, retry } = classify(end.stderrTail, undefined, classifier, endedAt);
-    agentError = {
-      error: { code: end.code, message, category, anchor: null, source: null },
-      retry,
-    };
+    agentError = buildCause({ code: end.code, message, category, retry });
   }
   const timeout = end.kind === "timeout" ? silenceCause(end.silentMs, turn.agentAttempts) : null;
   const endedEarly = end.kind === "early" ? earlyCause(end.early) : null;
@@ -141,20 +145,24 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     logCause = scanned.cause;
   }
 
-  // Evidence beyond the wire (docs/EVIDENCE.md): all of it for a turn the agent ended as
-  // whole; the session records alone for one it ended with an error (they may name its
-  // cause more precisely). decide weighs it.
+  // Evidence beyond the wire (docs/EVIDENCE.md), as much of it as decide says can count.
   const evidence = {
     records: input.records ?? null,
     readers: input.readers ?? [],
     classifier,
     now: endedAt,
   };
-  const beyond: BeyondWire | null = end.kind === "result" && stopReason === "end_turn" &&
-      !turn.cancelled
+  const wanted = evidenceBeyondWire({
+    cancelled: turn.cancelled,
+    stopReason,
+    agentError,
+    diedMidTurn: end.kind === "exit",
+    timeout,
+  });
+  const beyond: BeyondWire | null = end.kind === "result" && wanted.contradictions
     ? gatherBeyondWire({ turn, result: end.result, stopReason, ...evidence }, diagnostics)
     : null;
-  const records = end.kind === "error" && !turn.cancelled
+  const records = !beyond && wanted.records
     ? readRecords(evidence, diagnostics)?.facts ?? null
     : null;
 

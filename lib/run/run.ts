@@ -5,8 +5,8 @@
 import type { Readable, Writable } from "node:stream";
 import { classify, timeoutCause } from "../cause/classify.ts";
 import { type Cause, decide, type Decision, type TurnFacts } from "../core/decide.ts";
+import { buildCause } from "../core/cause.ts";
 import { buildOutcome, type OutcomeParts } from "../core/build_outcome.ts";
-import { retryHint } from "../core/retry_hint.ts";
 import { EXIT } from "../errors.ts";
 import { commandProblem } from "../agent/spawn_problem.ts";
 import {
@@ -35,8 +35,6 @@ import { bun } from "../io/bun_api.ts";
 import { type AgentExit, bunPassThrough, type PassThroughTaps } from "./bun_pass_through.ts";
 import { timerDelay } from "../io/timer_delay.ts";
 import { StdStream } from "../io/stdio.ts";
-
-export { Tail };
 
 /**
  * Bytes of stdout kept for `reply.text` when `--outcome-json` holds stdout back: memory
@@ -102,7 +100,7 @@ export function stderrCause(
   const message = capUtf8(lastLines(stderr, 3), 500);
   if (!message) return null;
   const { category, retry } = classify(message, undefined, classifier, now, diagnostics);
-  return { error: { code, message, category, anchor: null, source: null }, retry };
+  return buildCause({ code, message, category, retry });
 }
 
 /**
@@ -389,10 +387,7 @@ function spawnFailure(
   const decision = decide({
     cancelled: false,
     exit: null,
-    notStarted: {
-      error: { code: exitCode, message, category: "crash", anchor: null, source: null },
-      retry: retryHint("crash"),
-    },
+    notStarted: buildCause({ code: exitCode, message, category: "crash" }),
     stopReason: null,
     agentError: null,
     output: 0,

@@ -2,14 +2,15 @@
  * turnguard plugin API — TypeScript declarations for plugin authors.
  *
  * A plugin module needs no import of turnguard at run time: it default-exports
- * `{ anchors?: Anchor[], detectors?: PublishDetector[], readers?: RecordReader[] }`. Save
- * this file next to your
- * plugin (`turnguard types > turnguard.d.ts`) and import its types:
+ * `{ anchors?: Anchor[], detectors?: PublishDetector[], readers?: RecordReader[] }`, and its
+ * anchors' `match` and readers' `read` get turnguard's helpers as their second argument
+ * (`PluginContext`: `context.classify(text)`, the function the built-in packs use). Save
+ * this file next to your plugin (`turnguard types > turnguard.d.ts`) and import its types:
  *
  *   import type { AnchorHit, AnchorInput, PluginModule } from "./turnguard.d.ts";
  *
- * These declarations mirror the schemas turnguard validates plugins with (lib/plugin/api.ts);
- * a test holds them equal.
+ * These declarations mirror the schemas turnguard validates plugins with (lib/plugin/api.ts,
+ * re-exported by the public module lib/plugin_api.ts); a test holds them equal.
  */
 
 /** The failure categories of an Outcome. */
@@ -49,6 +50,30 @@ export interface AnchorHit {
   };
 }
 
+/**
+ * What turnguard's classifier makes of a text (`context.classify`): the category
+ * (`unknown` when nothing names one) and, when the words say when a retry may work,
+ * `afterMs` and `at` (ISO 8601).
+ */
+export interface TextClass {
+  category: Category;
+  afterMs?: number;
+  at?: string;
+}
+
+/**
+ * The second argument of every anchor's `match` and record reader's `read`: turnguard's
+ * own helpers, the same functions the built-in packs use. Calls are synchronous.
+ */
+export interface PluginContext {
+  /**
+   * Classifies a text as turnguard's classifier does with no agent pack: the provider's
+   * structured fields, the provider vocabulary (vocabulary.toml) and the generic word rules,
+   * most specific first.
+   */
+  classify(text: string): TextClass;
+}
+
 /** An anchor plugin: finds the terminal cause of a failed turn in one kind of input. */
 export interface Anchor {
   /** Letters, digits, `.`, `_`, `:`, `-`. */
@@ -58,7 +83,7 @@ export interface Anchor {
   /** Agent profiles this anchor is for; absent means every profile. */
   agents?: string[];
   on: AnchorInputKind[];
-  match: (input: AnchorInput) => AnchorHit | null | undefined;
+  match: (input: AnchorInput, context: PluginContext) => AnchorHit | null | undefined;
   /** Where the anchor came from, for messages (filled in by the loader). */
   origin?: string;
 }
@@ -130,7 +155,7 @@ export interface RecordReader {
   id: string;
   /** Agent profiles this reader is for; absent means every profile. */
   agents?: string[];
-  read: (record: unknown) => RecordEvent | null | undefined;
+  read: (record: unknown, context: PluginContext) => RecordEvent | null | undefined;
   origin?: string;
 }
 

@@ -22,6 +22,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/plugin"],
   ["lib/cause"],
   ["lib/publish", "lib/telemetry", "lib/record"],
+  ["lib/plugin_api.ts"],
   ["plugins"],
   ["lib/config"],
   ["lib/agent", "lib/journal"],
@@ -63,6 +64,24 @@ function sources(dir: string): string[] {
     else if (/\.(ts|js)$/.test(name)) out.push(path);
   }
   return out;
+}
+
+/** The one module of lib/ the built-in packs may import: the public plugin API. */
+export const PLUGIN_API = "lib/plugin_api.ts";
+
+/**
+ * The imports of plugins/ that are private doors: anything but the public plugin API and
+ * the packs' own files (docs/ARCHITECTURE.md: the packs use the API a user gets).
+ */
+export function privateDoors(graph: Map<string, string[]>): string[] {
+  const bad: string[] = [];
+  for (const [file, targets] of graph) {
+    if (unitOf(file) !== "plugins") continue;
+    for (const target of targets) {
+      if (target !== PLUGIN_API && unitOf(target) !== "plugins") bad.push(`${file} -> ${target}`);
+    }
+  }
+  return bad;
 }
 
 /** Every import edge between source files, repo-relative. */
@@ -134,6 +153,10 @@ describe("layers", () => {
     expect(bad).toEqual([]);
   });
 
+  test("plugins/ imports only the public plugin API (no private door)", () => {
+    expect(privateDoors(graph)).toEqual([]);
+  });
+
   test("no import cycles", () => {
     expect(cycles(graph)).toEqual([]);
   });
@@ -145,5 +168,10 @@ describe("layers", () => {
     expect(layerOf(unitOf("lib/core/decide.ts")!)).toBeLessThan(layerOf("lib/proxy"));
     const loop = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]);
     expect(cycles(loop)).toEqual([["a", "b", "c"]]);
+    const doors = new Map([
+      ["plugins/a.ts", ["lib/plugin_api.ts", "plugins/b.ts", "lib/cause/anchors.ts"]],
+      ["lib/cause/x.ts", ["lib/core/decide.ts"]],
+    ]);
+    expect(privateDoors(doors)).toEqual(["plugins/a.ts -> lib/cause/anchors.ts"]);
   });
 });

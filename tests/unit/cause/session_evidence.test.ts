@@ -4,7 +4,7 @@ import { builtinPlugins } from "../../../lib/config/packs.ts";
 import { buildClassifier } from "../../../lib/cause/classifier.ts";
 import { mergeConfigs, parseConfigText } from "../../../lib/config/config.ts";
 import { gatherBeyondWire } from "../../../lib/proxy/beyond_wire.ts";
-import { decide, weighRecords } from "../../../lib/core/decide.ts";
+import { decide, recordIsSpecific, weighRecords } from "../../../lib/core/decide.ts";
 import { newTurn, observeUpdate } from "../../../lib/proxy/turns.ts";
 import { scanRecords } from "../../../lib/cli/scan.ts";
 import { tmpdir } from "node:os";
@@ -121,7 +121,7 @@ describe("foldRecordEvents", () => {
       retryAfterMs: 60_000,
     });
     const facts = recordFacts(foldRecordEvents([prompt, quota]), buildClassifier([]), now, []);
-    expect(facts.errorSpecific).toBe(true);
+    expect(recordIsSpecific(facts)).toBe(true);
     expect(facts.error?.error).toMatchObject({ category: "quota", code: "insufficient_quota" });
     expect(facts.error?.retry).toMatchObject({ afterMs: 60_000 });
     const at = ev({
@@ -145,7 +145,7 @@ describe("foldRecordEvents", () => {
     // A bare HTTP status and words only: not more specific than the wire.
     const bare = ev({ kind: "error", cause: "API Error: 429 rate", code: 429 });
     expect(
-      recordFacts(foldRecordEvents([prompt, bare]), buildClassifier([]), now, []).errorSpecific,
+      recordIsSpecific(recordFacts(foldRecordEvents([prompt, bare]), buildClassifier([]), now, [])),
     )
       .toBe(false);
   });

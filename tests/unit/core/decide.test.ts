@@ -2,12 +2,14 @@ import { describe, expect, test } from "bun:test";
 import {
   type Cause,
   decide,
+  evidenceBeyondWire,
   exitCause,
   givenUp,
   needsLogCause,
   type NoticeFacts,
   type RecordedStop,
   type RecordFacts,
+  recordIsSpecific,
   type TurnFacts,
 } from "../../../lib/core/decide.ts";
 
@@ -782,17 +784,39 @@ describe("decide — records refine an error the agent reported (the most specif
         ...base,
         stopReason: null,
         agentError: wire,
-        records: recs({ error: recorded, errorSpecific: specific }),
+        records: recs({ error: recorded, errorNamed: specific }),
       });
       expect([d.status, d.error?.category, d.error?.message, (d.notes ?? []).length > 0])
         .toEqual(["failed", category, message, note]);
     });
   }
+  // Which recorded error outranks the wire: named category?, its code -> specific?
+  const specificRows: Array<[string, boolean, number | string | null, boolean]> = [
+    ["the reader named the category", true, null, true],
+    ["the provider's own code", false, "insufficient_quota", true],
+    ["a bare HTTP status", false, 429, false],
+    ["words alone", false, null, false],
+  ];
+  for (const [name, named, code, specific] of specificRows) {
+    test(`a recorded error is more specific than the wire: ${name} -> ${specific}`, () => {
+      const error = { ...QUOTA, error: { ...QUOTA.error, code } };
+      expect(recordIsSpecific(recs({ error, errorNamed: named }))).toBe(specific);
+      const d = decide({
+        ...base,
+        agentError: WIRE_429,
+        records: recs({ error, errorNamed: named }),
+      });
+      expect(d.error?.category).toBe(specific ? "quota" : "rate_limit");
+    });
+  }
+  test("no recorded error is never more specific", () => {
+    expect(recordIsSpecific(recs({ error: null, errorNamed: true }))).toBe(false);
+  });
   test("the records' retry hint comes with their cause: quota is not retried as a rate limit", () => {
     const d = decide({
       ...base,
       agentError: WIRE_429,
-      records: recs({ error: QUOTA, errorSpecific: true }),
+      records: recs({ error: QUOTA, errorNamed: true }),
     });
     expect(d.retry?.retryable).toBe(false);
     expect(d.error?.code).toBe("insufficient_quota");
@@ -811,7 +835,7 @@ describe("decide — records refine an error the agent reported (the most specif
       ...base,
       exit: { code: 1, signal: null },
       agentError: WIRE_429,
-      records: recs({ error: QUOTA, errorSpecific: true }),
+      records: recs({ error: QUOTA, errorNamed: true }),
     });
     expect(d.error?.category).toBe("quota");
   });
@@ -820,7 +844,7 @@ describe("decide — records refine an error the agent reported (the most specif
       ...base,
       agentError: WIRE_429,
       errorStop: "max_tokens",
-      records: recs({ error: QUOTA, errorSpecific: true }),
+      records: recs({ error: QUOTA, errorNamed: true }),
     });
     expect(d.status).toBe("truncated");
   });
@@ -896,4 +920,61 @@ describe("decide — the agent's own notices (lib/cause/notices.ts)", () => {
     expect(needsLogCause({ ...f, notices: notices(null, 0) })).toBe(true);
     expect(needsLogCause({ ...f, notices: notices(null, 4) })).toBe(false);
   });
+});
+
+describe("decide — which evidence beyond the wire can count (evidenceBeyondWire)", () => {
+  const ERR = cause("Rate limit exceeded", "rate_limit");
+  const TIMEOUT = cause("turn timed out", "timeout");
+  // end of the turn -> records read?, contradictions read?
+  const rows: Array<
+    [string, Parameters<typeof evidenceBeyondWire>[0], boolean, boolean]
+  > = [
+    [
+      "end_turn: records and contradictions",
+      { cancelled: false, stopReason: "end_turn", agentError: null, timeout: null },
+      true,
+      true,
+    ],
+    [
+      "an error the agent answered: its records alone",
+      { cancelled: false, stopReason: null, agentError: ERR, timeout: null },
+      true,
+      false,
+    ],
+    [
+      "the agent died mid-turn: none",
+      { cancelled: false, stopReason: null, agentError: ERR, diedMidTurn: true, timeout: null },
+      false,
+      false,
+    ],
+    [
+      "another stop reason: none",
+      { cancelled: false, stopReason: "max_tokens", agentError: null, timeout: null },
+      false,
+      false,
+    ],
+    [
+      "cancelled: none",
+      { cancelled: true, stopReason: "end_turn", agentError: null, timeout: null },
+      false,
+      false,
+    ],
+    [
+      "an error of a cancelled turn: none",
+      { cancelled: true, stopReason: null, agentError: ERR, timeout: null },
+      false,
+      false,
+    ],
+    [
+      "the silence timeout: none",
+      { cancelled: false, stopReason: null, agentError: null, timeout: TIMEOUT },
+      false,
+      false,
+    ],
+  ];
+  for (const [name, facts, records, contradictions] of rows) {
+    test(name, () => {
+      expect(evidenceBeyondWire(facts)).toEqual({ records, contradictions });
+    });
+  }
 });

@@ -13,6 +13,7 @@ import { PluginWorker, reviveExport } from "../../../lib/plugin/host.ts";
 import { loadCodePlugins } from "../../../lib/config/packs.ts";
 import { runDetector } from "../../../lib/publish/detect.ts";
 import { ROOT } from "../../helpers/cli.ts";
+import { classifyText, PLUGIN_CONTEXT } from "../../../lib/plugin_api.ts";
 
 let dir: string;
 /** Plugin files, all written before any is imported (the module resolver caches a directory). */
@@ -49,6 +50,20 @@ const SLOW = plugin("slow.ts", SOURCE);
 const LOOPS = plugin(
   "loops.ts",
   'export default { anchors: [{ id: "u.loops", priority: 9, on: ["log"], match() { for (;;) {} } }] };',
+);
+const CLASSIFIES = plugin(
+  "classifies.ts",
+  `export default {
+  anchors: [{ id: "u.asks", on: ["log"], match(i, context) {
+    const c = context.classify(i.line);
+    return c.category === "unknown" ? null : { cause: i.line, category: c.category, retry: { afterMs: c.afterMs } };
+  } }, { id: "u.long", on: ["text"], match(i, context) {
+    return { cause: "long", category: context.classify("\\u0000".repeat(100000) + i.text).category };
+  } }],
+  readers: [{ id: "u.reads", read(r, context) {
+    return { kind: "error", cause: r.message, category: context.classify(r.message).category };
+  } }],
+};`,
 );
 const GOOD = plugin(
   "good.ts",
@@ -225,6 +240,51 @@ describe("restarts", () => {
       w.close();
     }, 20_000);
   }
+});
+
+describe("a user plugin's context (context.classify)", () => {
+  test("its anchors and readers classify with the function the built-in packs use", async () => {
+    const { anchors, readers } = await loadCodePlugins([
+      { path: pathOf(CLASSIFIES), from: "test", line: null },
+    ]);
+    const line = "ERROR Rate limit reached. Please retry in 30s.";
+    const r = withPluginBudget(() => findCause(buildClassifier(anchors), [{ kind: "log", line }]));
+    expect(r.diagnostics).toEqual([]);
+    expect(r.finding?.hit).toEqual({
+      cause: line,
+      category: classifyText(line).category,
+      retry: { afterMs: 30_000 },
+    });
+    expect(r.finding?.hit.category).toBe("rate_limit");
+    const message = '429 {"error":{"message":"Rate limited","code":"insufficient_quota"}}';
+    expect(readers![0].read({ message }, PLUGIN_CONTEXT)).toEqual({
+      kind: "error",
+      cause: message,
+      category: "quota",
+    });
+  }, 20_000);
+
+  test("a text of any length and characters is asked by its head", async () => {
+    const w = new PluginWorker(pathOf(CLASSIFIES), 2000, 10_000, PLUGIN_CONTEXT);
+    try {
+      await w.load();
+      expect(w.call(["anchors", 1, "match"], { kind: "text", text: "429" }))
+        .toEqual({ cause: "long", category: "unknown" });
+    } finally {
+      w.close();
+    }
+  }, 20_000);
+
+  test("a host given no context answers the plugin's question with an error", async () => {
+    const w = new PluginWorker(pathOf(CLASSIFIES));
+    try {
+      await w.load();
+      expect(() => w.call(["anchors", 0, "match"], { kind: "log", line: "x" }))
+        .toThrow("no classifier is given to this plugin host");
+    } finally {
+      w.close();
+    }
+  }, 20_000);
 });
 
 describe("code plugins in the matcher", () => {

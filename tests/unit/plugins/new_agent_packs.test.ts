@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { readPiRecord } from "../../../plugins/pi_records.ts";
 import { readQwenRecord } from "../../../plugins/qwen_records.ts";
 import opencode, { logfmtValue, sdkCause } from "../../../plugins/opencode.ts";
+import { PLUGIN_CONTEXT } from "../../../lib/plugin_api.ts";
 
 const assistant = (stopReason: string, extra: Record<string, unknown> = {}) => ({
   type: "message",
@@ -132,14 +133,14 @@ describe("opencode's log", () => {
   });
 
   test("the title generator's failure (small=true) is not the turn's", () => {
-    expect(anchor.match({ kind: "log", line: line(true) })).toBeNull();
-    expect(anchor.match({ kind: "log", line: line(false) })).toMatchObject({
+    expect(anchor.match({ kind: "log", line: line(true) }, PLUGIN_CONTEXT)).toBeNull();
+    expect(anchor.match({ kind: "log", line: line(false) }, PLUGIN_CONTEXT)).toMatchObject({
       cause: "The server had an error",
     });
   });
 
   test("a WARN line is no cause", () => {
     const warn = `level=WARN message="background dependency install failed" error="x"`;
-    expect(anchor.match({ kind: "log", line: warn })).toBeNull();
+    expect(anchor.match({ kind: "log", line: warn }, PLUGIN_CONTEXT)).toBeNull();
   });
 });
