@@ -38,6 +38,8 @@ export class LiveEvidence {
       readers: opts.readers ?? [],
       pid: () => child.pid ?? null,
       onAttempt: (attempt) => this.#attempt(turn, attempt),
+      onDiagnostic: (line) =>
+        this.state.log(`session ${turn.sessionId} turn ${turn.turn}: following: ${line}`),
       pollMs: opts.followPollMs,
       fs: opts.fs,
       now: this.state.now,
