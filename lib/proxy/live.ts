@@ -78,7 +78,6 @@ export class LiveEvidence {
     state.log(
       `session ${turn.sessionId} turn ${turn.turn}: ${early.reason}; sending session/cancel`,
     );
-    turn.endedEarly = early;
     if (!this.answers.answerNow(turn, { kind: "early", early }, state.now())) return;
     const cancel = {
       jsonrpc: "2.0",
