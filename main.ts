@@ -6,9 +6,9 @@
 import { EXIT, TurnguardError } from "./lib/errors.ts";
 import { closestName, HelpRequest } from "./lib/cli/args.ts";
 import { HELP, versionLine } from "./lib/cli/help.ts";
-import { stdioIdle, stdout } from "./lib/io/stdio.ts";
+import { stdioIdle } from "./lib/io/stdio.ts";
 import { dirVarProblems } from "./lib/io/env_dirs.ts";
-import { captureStrayOutput, warnLine } from "./lib/io/output.ts";
+import { captureStrayOutput, stdoutSink, warnLine } from "./lib/io/output.ts";
 
 type Command = (argv: string[]) => number | Promise<number>;
 
@@ -45,11 +45,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    void stdout.write(HELP);
+    void stdoutSink.text(HELP);
     return name === undefined ? EXIT.usage : 0;
   }
   if (name === "--version" || name === "-V" || name === "version") {
-    void stdout.write(versionLine() + "\n");
+    void stdoutSink.line(versionLine());
     return 0;
   }
   for (const problem of dirVarProblems(process.env)) warnLine(`turnguard: ${problem}`);
@@ -75,7 +75,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof HelpRequest) {
       const { COMMAND_HELP, formatCommandHelp } = await import("./lib/cli/command_help.ts");
-      void stdout.write(formatCommandHelp(err.subcommand, COMMAND_HELP[err.subcommand]));
+      void stdoutSink.text(formatCommandHelp(err.subcommand, COMMAND_HELP[err.subcommand]));
       return 0;
     }
     if (err instanceof TurnguardError) {

@@ -27,7 +27,7 @@ export const DEFAULT_FOLLOW_POLL_MS = 1000;
  */
 export const FOLLOW_READ_LIMITS: ReadLimits = { files: 64, bytes: 1024 * 1024, ms: 1000 };
 
-/** Most distinct diagnostics one follower keeps. */
+/** Most distinct diagnostics one follower tells (a file it cannot read is told once). */
 const MAX_DIAGNOSTICS = 20;
 
 /** A repeating timer: `every` starts it, the function it returns stops it. */
@@ -57,6 +57,8 @@ export interface FollowOptions {
   /** The agent's pid (glog attribution). */
   pid: () => number | null;
   onAttempt: (attempt: AgentAttempt) => void;
+  /** Told once of each distinct problem met while following (a file it cannot read). */
+  onDiagnostic?: (line: string) => void;
   pollMs?: number;
   fs?: LogFs;
   now?: () => number;
@@ -145,11 +147,6 @@ export class AttemptFollower {
     return this.#seen;
   }
 
-  /** What could not be read while following (distinct lines, at most a few). */
-  get diagnostics(): string[] {
-    return [...this.#diagnostics];
-  }
-
   /** Starts looking every `pollMs`; a look still running is not started again. */
   start(ticker: Ticker = realTicker): this {
     if (!this.following || this.#stopTicker) return this;
@@ -212,6 +209,8 @@ export class AttemptFollower {
   }
 
   #note(line: string): void {
-    if (this.#diagnostics.size < MAX_DIAGNOSTICS) this.#diagnostics.add(line);
+    if (this.#diagnostics.size >= MAX_DIAGNOSTICS || this.#diagnostics.has(line)) return;
+    this.#diagnostics.add(line);
+    this.#opts.onDiagnostic?.(line);
   }
 }

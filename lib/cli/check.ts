@@ -12,7 +12,7 @@ import { publishSettings, selectDetectors } from "../publish/settings.ts";
 import { loadRegistry, profileAnchors, profileReaders, type Registry } from "../config/registry.ts";
 import { DEFAULT_SETTLE_MS } from "../cause/session_records.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { stdout } from "../io/stdio.ts";
+import { stdoutSink } from "../io/output.ts";
 import { expandTemplate } from "../io/path_template.ts";
 import { homeDir } from "../io/env_dirs.ts";
 import { ConfigError } from "../errors.ts";
@@ -166,8 +166,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
   const env = envRecord();
   const registry = await loadRegistry({ configFlag: values.config, env, cwd: process.cwd() });
   const report = checkReport(registry, env);
-  stdout.write(
-    values.json ? JSON.stringify(report) + "\n" : formatCheck(report, values.verbose === true),
-  );
+  if (values.json) void stdoutSink.json(report);
+  else void stdoutSink.text(formatCheck(report, values.verbose === true));
   return 0;
 }

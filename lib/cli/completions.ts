@@ -4,7 +4,7 @@
  */
 import { UsageError } from "../errors.ts";
 import { FLAG_VALUES, parseOptions } from "./args.ts";
-import { stdout } from "../io/stdio.ts";
+import { stdoutSink } from "../io/output.ts";
 import { COMMAND_HELP } from "./command_help.ts";
 
 /** The shells a script is made for. */
@@ -93,6 +93,6 @@ export function completionsCommand(argv: string[]): number {
       }`,
     );
   }
-  void stdout.write(completionScript(shell as Shell));
+  void stdoutSink.text(completionScript(shell as Shell));
   return 0;
 }

@@ -25,9 +25,7 @@ import {
 } from "./scan.ts";
 import type { Classifier } from "../cause/classifier.ts";
 import { evidenceOf, lookup, type Signature } from "../cause/vocabulary.ts";
-import { stdout } from "../io/stdio.ts";
-import { warnLine, writeShown } from "../io/output.ts";
-import { redactedJson } from "../text/redact.ts";
+import { stdoutSink, warnLine, writeShown } from "../io/output.ts";
 
 /** The explanation as text, one line per anchor. */
 export function formatExplanation(
@@ -149,33 +147,31 @@ export async function explainCommand(argv: string[]): Promise<number> {
     Date.now(),
   );
   if (values.json) {
-    void stdout.write(
-      redactedJson({
-        input: e.input,
-        tried: e.trials.map((t) => ({
-          order: t.order,
-          anchor: t.anchor.id,
-          priority: t.anchor.priority,
-          origin: t.anchor.origin ?? null,
-          result: t.result,
-          hit: t.hit,
-          note: t.note,
-        })),
-        winner: e.winner?.anchor.id ?? null,
-        why: e.why,
-        cause: e.winner ? classified?.cause ?? null : null,
-        category: e.winner ? classified?.category ?? null : null,
-        retry: e.winner ? classified?.retry ?? null : null,
-        vocabulary: vocabulary && {
-          id: vocabulary.row.id,
-          of: vocabulary.row.of,
-          tier: vocabulary.tier,
-          category: vocabulary.row.category,
-          source: vocabulary.row.source,
-        },
-        diagnostics,
-      }) + "\n",
-    );
+    void stdoutSink.json({
+      input: e.input,
+      tried: e.trials.map((t) => ({
+        order: t.order,
+        anchor: t.anchor.id,
+        priority: t.anchor.priority,
+        origin: t.anchor.origin ?? null,
+        result: t.result,
+        hit: t.hit,
+        note: t.note,
+      })),
+      winner: e.winner?.anchor.id ?? null,
+      why: e.why,
+      cause: e.winner ? classified?.cause ?? null : null,
+      category: e.winner ? classified?.category ?? null : null,
+      retry: e.winner ? classified?.retry ?? null : null,
+      vocabulary: vocabulary && {
+        id: vocabulary.row.id,
+        of: vocabulary.row.of,
+        tier: vocabulary.tier,
+        category: vocabulary.row.category,
+        source: vocabulary.row.source,
+      },
+      diagnostics,
+    });
   } else {
     writeShown(formatExplanation(e, classified) + vocabularyLine(vocabulary));
     for (const d of diagnostics) warnLine(`turnguard: ${d}`);

@@ -9,9 +9,7 @@ import { formatLog, logRow } from "../journal/report.ts";
 import { foldRead, recentTurns } from "../journal/fold.ts";
 import { type OptionSpec, parseOptions } from "./args.ts";
 import { readableJournalPath, WAIT_EXIT } from "./wait.ts";
-import { stdout } from "../io/stdio.ts";
-import { warnLine, writeShown } from "../io/output.ts";
-import { redactedJson } from "../text/redact.ts";
+import { stdoutSink, warnLine, writeShown } from "../io/output.ts";
 
 /** Turns listed when --limit is not given. */
 export const DEFAULT_LOG_LIMIT = 20;
@@ -49,7 +47,7 @@ export function logCommand(argv: string[]): number {
     );
   }
   if (values.json) {
-    void stdout.write(turns.map((t) => redactedJson(logRow(t)) + "\n").join(""));
+    for (const t of turns) void stdoutSink.json(logRow(t));
   } else {
     writeShown(formatLog(turns, Date.now()));
   }

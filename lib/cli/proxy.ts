@@ -20,14 +20,13 @@ import {
 import { openTelemetry } from "../telemetry/export.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
-import { stderr, stdout } from "../io/stdio.ts";
 import { stdinIsTerminal } from "../io/terminal.ts";
 import { bun } from "../io/bun_api.ts";
 import { bunStdin, byteSource, stdSink, tappedSource } from "../proxy/agent_io.ts";
 import { Recorder } from "../record/recorder.ts";
 import { NotRegularFileError } from "../io/private_file.ts";
 import { errCode } from "../io/logfs.ts";
-import { warnLine } from "../io/output.ts";
+import { stderrSink, stdoutSink, warnLine } from "../io/output.ts";
 
 /** The flags `turnguard proxy` accepts. */
 export const PROXY_OPTIONS = {
@@ -180,11 +179,13 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       input: recorder
         ? tappedSource(input, (c) => recorder.fromClient(c), () => recorder.clientClosed())
         : input,
-      output: bun ? stdSink(stdout) : stdout.writable(),
+      // The client's wire: the agent's bytes, and turnguard's answers, as the protocol has them.
+      output: bun ? stdSink(stdoutSink.passThrough) : stdoutSink.passThrough.writable(),
       // A person at a terminal is not an ACP client: an agent that cannot start is not
       // answered on their behalf (no wait for a first request).
       firstRequestWaitMs: stdinIsTerminal() ? 0 : undefined,
-      stderr: stderr.writable(),
+      // The agent's stderr passes through; turnguard's own lines go through lineSink.
+      stderr: stderrSink.passThrough.writable(),
       inspectLimit: limit ?? DEFAULT_INSPECT_LIMIT,
       turnTimeoutMs: timeout !== undefined ? timeout * 1000 : null,
       graceMs: grace !== undefined ? grace * 1000 : DEFAULT_GRACE_MS,

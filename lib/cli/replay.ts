@@ -13,13 +13,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Outcome } from "../core/outcome.ts";
 import { EXIT, UsageError } from "../errors.ts";
-import { warnLine } from "../io/output.ts";
+import { stdoutSink, warnLine } from "../io/output.ts";
 import { loadRegistry, selectProfile } from "../config/registry.ts";
 import { userConfigPath } from "../config/config.ts";
 import { playAgentSide, processPlayerIo } from "../record/player.ts";
 import { readTranscript, STDIN_CLOSED, type Transcript } from "../record/transcript.ts";
 import { selfArgv } from "../io/self.ts";
-import { stdout } from "../io/stdio.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 
 /** The flags `turnguard replay` accepts. */
@@ -220,10 +219,13 @@ export async function replayCommand(argv: string[]): Promise<number> {
     config: userConfigPath(values.config, env, cwd),
     lateFactor: late,
   });
-  const text = values.json
-    ? r.outcomes.map((o) => JSON.stringify(o)).join("\n")
-    : r.outcomes.map((o) => formatOutcome(o, values.verbose === true)).join("\n");
-  stdout.write(text === "" ? (values.json ? "" : "no turn ended\n") : text + "\n");
+  if (values.json) { for (const o of r.outcomes) void stdoutSink.json(o); }
+  else if (r.outcomes.length === 0) void stdoutSink.line("no turn ended");
+  else {
+    void stdoutSink.line(
+      r.outcomes.map((o) => formatOutcome(o, values.verbose === true)).join("\n"),
+    );
+  }
   // The proxy's own words (a config error, a verbose log) when asked, or when nothing ended.
   if (values.verbose || r.outcomes.length === 0) {
     for (const line of r.stderr.split("\n")) if (line.startsWith("turnguard")) warnLine(line);

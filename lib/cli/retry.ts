@@ -14,8 +14,7 @@ import { foldRead, latestTurn, retryOwner, type RetryView, verdict } from "../jo
 import { formatDuration } from "../text/text.ts";
 import { type OptionSpec, parseOptions } from "./args.ts";
 import { readableJournalPath, WAIT_EXIT } from "./wait.ts";
-import { stdout } from "../io/stdio.ts";
-import { warnLine } from "../io/output.ts";
+import { stdoutSink, warnLine } from "../io/output.ts";
 
 /** The flags `turnguard retry` accepts. */
 export const RETRY_OPTIONS = {
@@ -133,8 +132,8 @@ export function retryCommand(
     }
     throw new TurnguardError(`retry: cannot signal pid ${r.pid} (${code})`, RETRY_EXIT.noRetry);
   }
-  stdout.write(
-    `${turn.name}: retry ${r.attempt} of ${r.of} runs now (signalled pid ${r.pid})\n`,
+  void stdoutSink.line(
+    `${turn.name}: retry ${r.attempt} of ${r.of} runs now (signalled pid ${r.pid})`,
   );
   return RETRY_EXIT.ok;
 }

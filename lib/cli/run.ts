@@ -12,9 +12,7 @@ import { openTelemetry } from "../telemetry/export.ts";
 import { formatDuration } from "../text/text.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds, splitCommand } from "./args.ts";
 import { JOURNAL_OPTIONS, turnJournaling } from "./journal_flags.ts";
-import { stderr, stdout } from "../io/stdio.ts";
-import { warnLine } from "../io/output.ts";
-import { redactedJson } from "../text/redact.ts";
+import { stderrSink, stdoutSink, warnLine } from "../io/output.ts";
 
 /** The flags `turnguard run` accepts. */
 export const RUN_OPTIONS = {
@@ -82,8 +80,9 @@ export async function runCommand(argv: string[]): Promise<number> {
         keepDaemons: values["keep-daemons"] === true || registry.keepDaemons,
         failFast: values["fail-fast"] === true || (profile.failFast ?? registry.failFast),
         onAttempt: (a) => recorder.agentAttempt(key, a),
-        stdout,
-        stderr,
+        // The agent's own output, passed through unchanged.
+        stdout: stdoutSink.passThrough,
+        stderr: stderrSink.passThrough,
       });
       reportAttempt(result, values.verbose === true, warn);
       // Any stdout byte is a side effect: an attempt that wrote something is never repeated.
@@ -110,7 +109,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const problem = outcomeFile?.append(result.outcome) ?? null;
   outcomeFile?.close();
   if (problem) warn(`turnguard: ${problem}`);
-  if (values["outcome-json"]) void stdout.write(redactedJson(result.outcome) + "\n");
+  if (values["outcome-json"]) void stdoutSink.json(result.outcome);
   await telemetry?.close();
   return result.exitCode;
 }

@@ -30,9 +30,7 @@ import {
   requireProfile,
 } from "../config/registry.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
-import { stdout } from "../io/stdio.ts";
-import { warnLine, writeShown } from "../io/output.ts";
-import { redactedJson } from "../text/redact.ts";
+import { stdoutSink, warnLine, writeShown } from "../io/output.ts";
 
 /** How the lines of a file are read as anchor inputs. */
 export const INPUT_KINDS = ["auto", "log", "text", "error", "records"] as const;
@@ -267,9 +265,7 @@ export function scanRecordFiles(
   const now = Date.now();
   const scans = sources.map((s) => scanRecords(s.label, s.text, readers, classifier, now));
   if (json) {
-    void stdout.write(
-      redactedJson(scans.map((s, i) => ({ file: sources[i].label, ...s }))) + "\n",
-    );
+    void stdoutSink.json(scans.map((s, i) => ({ file: sources[i].label, ...s })));
   } else {
     const lines = scans.flatMap((s, i) => [
       ...s.events.map((e) => formatEvent(e) + "\n"),
@@ -345,7 +341,7 @@ export async function scanCommand(argv: string[]): Promise<number> {
     const causes = scans.flatMap((s, i) =>
       s.turnCause ? [{ file: sources[i].label, ...s.turnCause }] : []
     );
-    void stdout.write(redactedJson({ findings, causes, diagnostics }) + "\n");
+    void stdoutSink.json({ findings, causes, diagnostics });
   } else {
     const lines = findings.map((f) => formatFinding(f) + "\n");
     scans.forEach((s, i) => {

@@ -2,7 +2,7 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { OutcomeSchema } from "../core/outcome.ts";
 import { parseOptions } from "./args.ts";
-import { stdout } from "../io/stdio.ts";
+import { stdoutSink } from "../io/output.ts";
 
 /** Prints the JSON Schema of the Outcome (v1). */
 export function schemaCommand(argv: string[]): number {
@@ -12,6 +12,6 @@ export function schemaCommand(argv: string[]): number {
     title: "turnguard Outcome v1",
     ...toJsonSchema(OutcomeSchema(), { errorMode: "ignore" }),
   };
-  stdout.write(JSON.stringify(schema, null, 2) + "\n");
+  void stdoutSink.json(schema, 2);
   return 0;
 }

@@ -4,11 +4,11 @@
  */
 import declarations from "../types/plugin_api.d.ts" with { type: "text" };
 import { parseOptions } from "./args.ts";
-import { stdout } from "../io/stdio.ts";
+import { stdoutSink } from "../io/output.ts";
 
 /** Prints lib/types/plugin_api.d.ts. */
 export function typesCommand(argv: string[]): number {
   parseOptions("types", argv, {});
-  void stdout.write(declarations);
+  void stdoutSink.text(declarations);
   return 0;
 }

@@ -33,9 +33,7 @@ import {
   withRetryOwnerGone,
 } from "../journal/fold.ts";
 import { envRecord, type OptionSpec, parseOptions, parseSeconds } from "./args.ts";
-import { stdout } from "../io/stdio.ts";
-import { warnLine, writeShown } from "../io/output.ts";
-import { redactedJson } from "../text/redact.ts";
+import { stdoutSink, warnLine, writeShown } from "../io/output.ts";
 
 /** The exit codes of `turnguard wait`. */
 export const WAIT_EXIT = {
@@ -247,7 +245,7 @@ export async function waitCommand(argv: string[]): Promise<number> {
   const turn = waitingRetryChecked(result.turn, ownerState);
   const { status } = waitRow(turn);
   if (values.json) {
-    void stdout.write(redactedJson(waitRow(turn)) + "\n");
+    void stdoutSink.json(waitRow(turn));
   } else if (values.print) {
     writeShown(printReport(turn, target ?? turn.name, Date.now()));
     const note = replyNote(turn.outcome);

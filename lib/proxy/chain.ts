@@ -17,6 +17,7 @@
  * conductor's: its exit status and stderr are never seen here, and the agent "exits" when
  * the conductor ends the chain (closes turnguard's stdin) or a signal stops turnguard.
  */
+import { type LineSink, lineSink } from "../io/output.ts";
 import {
   encodeLine,
   idKey,
@@ -67,8 +68,9 @@ const WRAPPED_ID_PREFIX = "turnguard-successor-";
  * `opts.output`) until the conductor ends the chain; resolves with turnguard's exit status.
  */
 export function runChainProxy(opts: ProxyOptions): Promise<ProxyResult> {
+  const stderr = lineSink(opts.stderr);
   const log = (line: string) => {
-    if (opts.verbose) opts.stderr.write(`turnguard: chain: ${line}\n`);
+    if (opts.verbose) stderr.line(`turnguard: chain: ${line}`);
   };
   const { profile } = opts;
   const unavailable = "the agent's exit status and stderr are the conductor's, unavailable here";
@@ -77,7 +79,7 @@ export function runChainProxy(opts: ProxyOptions): Promise<ProxyResult> {
       ? `profile ${profile.name}: the agent's logs and session records are read; ${unavailable}`
       : `profile ${profile.name} names no logs or session records (--profile NAME names the agent's): only the wire is read; ${unavailable}`,
   );
-  const link = new ChainLink(byteSource(opts.input), opts.output, opts.stderr, log);
+  const link = new ChainLink(byteSource(opts.input), opts.output, stderr, log);
   return runWithAgent(
     { ...opts, input: link.clientInput, output: link.clientOutput },
     link.agent,
@@ -209,7 +211,7 @@ class ChainLink {
   constructor(
     input: ByteSource,
     output: ByteSink,
-    stderr: { write(line: string): unknown },
+    stderr: Pick<LineSink, "line">,
     log: (line: string) => void,
   ) {
     this.#input = input;

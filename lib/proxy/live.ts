@@ -38,6 +38,8 @@ export class LiveEvidence {
       readers: opts.readers ?? [],
       pid: () => child.pid ?? null,
       onAttempt: (attempt) => this.#attempt(turn, attempt),
+      onDiagnostic: (line) =>
+        this.state.log(`session ${turn.sessionId} turn ${turn.turn}: following: ${line}`),
       pollMs: opts.followPollMs,
       fs: opts.fs,
       now: this.state.now,
@@ -76,7 +78,6 @@ export class LiveEvidence {
     state.log(
       `session ${turn.sessionId} turn ${turn.turn}: ${early.reason}; sending session/cancel`,
     );
-    turn.endedEarly = early;
     if (!this.answers.answerNow(turn, { kind: "early", early }, state.now())) return;
     const cancel = {
       jsonrpc: "2.0",

@@ -30,6 +30,7 @@ import { type RetryAnswers, RetryQueue } from "./retries.ts";
 import { ClientAnswers } from "./answers.ts";
 import { SilenceWatch } from "./silence.ts";
 import { timerDelay } from "../io/timer_delay.ts";
+import { type LineSink, lineSink } from "../io/output.ts";
 import type { ProxyState } from "./state.ts";
 import { Turns } from "./turns.ts";
 import { answerUnstarted } from "./unstarted.ts";
@@ -49,7 +50,7 @@ export async function runProxy(opts: ProxyOptions): Promise<ProxyResult> {
     keepDaemons: opts.keepDaemons,
     signals: opts.forwardSignals !== false,
     onSignal: (signal) => onSignal(signal),
-    log: opts.verbose ? (line) => opts.stderr.write(`turnguard: ${line}\n`) : undefined,
+    log: verboseLog(opts),
   });
   try {
     const child = await startAgent(opts, owner);
@@ -80,7 +81,7 @@ export async function runWithAgent(
     keepDaemons: true,
     signals: opts.forwardSignals !== false,
     onSignal: () => proxy ? proxy.signalled() : (early = true),
-    log: opts.verbose ? (line) => opts.stderr.write(`turnguard: ${line}\n`) : undefined,
+    log: verboseLog(opts),
   });
   // Its "agent" is the envelope: a signal passed on to it ends the successor's side, and the
   // open requests are answered as when an agent exits.
@@ -91,6 +92,16 @@ export async function runWithAgent(
   } finally {
     await owner.end();
   }
+}
+
+/**
+ * `--verbose`: turnguard's own lines on the proxy's stderr, through its sink (redacted,
+ * escaped: lib/io/output.ts); undefined without it.
+ */
+function verboseLog(opts: ProxyOptions): ((line: string) => void) | undefined {
+  if (!opts.verbose) return undefined;
+  const stderr = lineSink(opts.stderr);
+  return (line) => stderr.line(`turnguard: ${line}`);
 }
 
 /** The agent did not start: the client's first requests get the reason (proxy/unstarted.ts). */
@@ -118,6 +129,7 @@ class Proxy {
   readonly #fromAgent: LineSplitter;
   readonly #input: ByteSource;
   readonly #owner: AgentOwner;
+  readonly #stderr: LineSink;
 
   /** `early`: whether a signal came while the agent started. */
   constructor(opts: ProxyOptions, child: AgentProcess, owner: AgentOwner, early: boolean) {
@@ -126,15 +138,15 @@ class Proxy {
     const max = opts.maxPending ?? DEFAULT_MAX_PENDING;
     const steps = opts.turnEnd ?? {};
     const clientHold = new SourceHold(input);
+    // turnguard's own lines are made safe by the sink; the agent's stderr passes as it is.
+    const stderr = this.#stderr = lineSink(opts.stderr);
     const agentHold = new SourceHold(child.stdout);
     const state: ProxyState = this.#state = {
       opts,
       child,
       now: opts.now ?? Date.now,
-      log: (line) => {
-        if (opts.verbose) opts.stderr.write(`turnguard: ${line}\n`);
-      },
-      guard: new Guard(opts.stderr),
+      log: verboseLog(opts) ?? (() => {}),
+      guard: new Guard(stderr),
       toAgent: new LineOutput(
         child.stdin,
         (full) => clientHold.set("agent", full, !state.agentGone),
@@ -196,7 +208,7 @@ class Proxy {
     const lifecycle = this.#lifecycle;
     child.stderr.start((chunk) => {
       lifecycle.stderrTail.push(chunk);
-      opts.stderr.write(chunk);
+      this.#stderr.passThrough(chunk);
     });
     const agentLines = this.#agentLines;
     child.stdout.start((chunk) => {

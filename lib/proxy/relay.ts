@@ -5,6 +5,7 @@
  */
 import { Buffer } from "node:buffer";
 import { errorText } from "../errors.ts";
+import type { LineSink } from "../io/output.ts";
 import { joinBytes, type LineSplitter, type Segment } from "../acp/lines.ts";
 import type { LineOutput } from "./output.ts";
 
@@ -61,7 +62,8 @@ const JOIN_MAX_BYTES = 16 * 1024;
  */
 export class Guard {
   #failed = false;
-  constructor(readonly stderr: { write(line: string): unknown }) {}
+  /** `stderr`: where turnguard's own lines go (lib/io/output.ts `lineSink`: made safe there). */
+  constructor(readonly stderr: Pick<LineSink, "line">) {}
 
   /** `read()`, or `fallback` when it throws. */
   run<T>(what: string, read: () => T, fallback: T): T {
@@ -77,8 +79,8 @@ export class Guard {
   failed(what: string, err: unknown): void {
     if (this.#failed) return;
     this.#failed = true;
-    this.stderr.write(
-      `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread\n`,
+    this.stderr.line(
+      `turnguard: reading ${what} failed (${errorText(err)}); it passed through unread`,
     );
   }
 }

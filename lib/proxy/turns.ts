@@ -12,7 +12,6 @@ import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";
 import { type LastMessage, RESTART_GAP_MS } from "../cause/contradictions.ts";
 import type { RecordsSnapshot } from "../cause/session_records.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
-import type { EndEarly } from "../core/end_early.ts";
 
 /** Most restart breaks a turn keeps (the first ones; a reply rarely restarts more). */
 export const MAX_TEXT_BREAKS = 32;
@@ -89,8 +88,6 @@ export interface Turn {
   lastMessage: LastMessage | null;
   /** The agent's own failed attempts observed live while the turn runs (lib/proxy/live.ts). */
   agentAttempts: AgentAttempt[];
-  /** `--fail-fast` ended the turn before the agent answered: on which attempt, and why. */
-  endedEarly: EndEarly | null;
   /** Stops following the turn's evidence (called once the turn is forgotten). */
   stopFollowing: () => void;
 }
@@ -145,7 +142,6 @@ export function newTurn(start: TurnStart, turn: number): Turn {
     lastTextAt: null,
     lastMessage: null,
     agentAttempts: [],
-    endedEarly: null,
     stopFollowing: () => {},
   };
 }

@@ -18,6 +18,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import * as v from "valibot";
+import { stderrSink, stdoutSink } from "../io/output.ts";
 import { RecordedFileSchema, STDIN_CLOSED, type Transcript } from "./transcript.ts";
 
 /** How the player meets the world: the client's lines, its outputs, a clock. */
@@ -147,12 +148,9 @@ export function processPlayerIo(): PlayerIo {
         const check = () => (closed ? r() : (wake = check));
         check();
       }),
-    writeOut: (line) =>
-      new Promise((r) => {
-        if (process.stdout.write(`${line}\n`)) r();
-        else process.stdout.once("drain", () => r());
-      }),
-    writeErr: (line) => void process.stderr.write(`${line}\n`),
+    // The recorded agent's own lines, passed through unchanged (they are the agent's).
+    writeOut: (line) => stdoutSink.passThrough.write(`${line}\n`),
+    writeErr: (line) => void stderrSink.passThrough.write(`${line}\n`),
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     now: () => Date.now(),
   };

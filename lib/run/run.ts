@@ -252,6 +252,8 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
   const notices = kept.truncated
     ? null
     : readNotices(kept.text(), opts.classifier, endedAt, diagnostics);
+  // What the agent was doing when --timeout stopped it, as its logs showed.
+  const doing = attemptsSummary(attempts) ? `; ${attemptsSummary(attempts)}` : "";
   const facts: TurnFacts = {
     notices: notices?.facts ?? null,
     cancelled,
@@ -263,9 +265,7 @@ export async function runTurn(opts: RunOptions): Promise<RunResult> {
     logCause: log.cause,
     timeout: deadline?.expired()
       ? timeoutCause(
-        `turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)${
-          attemptsSummary(attempts) ? `; ${attemptsSummary(attempts)}` : ""
-        }`,
+        `turn timed out: stopped after ${formatDuration(opts.timeoutMs!)} (--timeout)${doing}`,
       )
       : null,
     endedEarly: early ? earlyCause(early) : null,

@@ -1,7 +1,9 @@
 /**
  * One answer per client request, whatever the agent sends (lib/proxy/answers.ts): an agent
  * that answers every request twice, answers ids nobody asked for, and answers a prompt after
- * turnguard already did. Real processes and pipes.
+ * turnguard already did. And turnguard's own lines about what the agent sent, on stderr:
+ * through the sink (lib/io/output.ts), redacted and escaped, while the agent's own stderr and
+ * its wire pass as they are. Real processes and pipes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
@@ -116,5 +118,59 @@ describe("one answer per request", () => {
     // Both requests under id 5 were in flight or answered in turn: each has one answer.
     expect(fives).toHaveLength(2);
     expect(lines.filter((m) => (m as { id?: unknown }).id === 7)).toHaveLength(1);
+  });
+});
+
+/** A key in the agent's error and stop reason, another on the agent's own stderr. */
+const WIRE_KEY = "sk-ant-api03-" + "w".repeat(30);
+const OWN_KEY = "sk-ant-api03-" + "s".repeat(30);
+const LEAKY = `
+process.stderr.write("the agent's own stderr: ${OWN_KEY}\\n");
+let buf = "";
+process.stdin.on("data", (c) => {
+  buf += c;
+  let nl;
+  while ((nl = buf.indexOf("\\n")) >= 0) {
+    const m = JSON.parse(buf.slice(0, nl));
+    buf = buf.slice(nl + 1);
+    if (m.id === undefined || m.method === undefined) continue;
+    const out = (o) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...o }) + "\\n");
+    if (m.method === "session/prompt") {
+      out({ id: m.id, error: { code: -32000, message: "invalid x-api-key ${WIRE_KEY} \\u001b[2J",
+        data: { stopReason: "${WIRE_KEY}" } } });
+      out({ id: 99, result: {} });
+    } else out({ id: m.id, result: m.method === "session/new" ? { sessionId: "s1" } : {} });
+  }
+});
+`;
+
+describe("turnguard's own lines on stderr", () => {
+  test("a key in a --verbose line is redacted, a control character escaped", async () => {
+    const s = scratch();
+    const p = proxy(s, LEAKY);
+    const lines = await exchange(p, [
+      { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } },
+      { jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/tmp", mcpServers: [] } },
+      {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "session/prompt",
+        params: { sessionId: "s1", prompt: [{ type: "text", text: "x" }] },
+      },
+    ]);
+    const err = p.stderr();
+    expect(err).toContain(
+      "turnguard: session s1 turn 1: failed (unknown): invalid x-api-key [REDACTED:anthropic] \\x1b[2J\n",
+    );
+    expect(err).not.toContain(WIRE_KEY);
+    expect(err).not.toContain("\x1b");
+    // The agent's own stderr passes as it is.
+    expect(err).toContain(`the agent's own stderr: ${OWN_KEY}\n`);
+    // The client's wire is the protocol: the agent's error reaches it as the agent wrote it.
+    const answer = lines.find((m) => (m as { id?: unknown }).id === 2) as {
+      error: { message: string; data: { stopReason: string } };
+    };
+    expect(answer.error.message).toBe(`invalid x-api-key ${WIRE_KEY} \x1b[2J`);
+    expect(answer.error.data.stopReason).toBe(WIRE_KEY);
   });
 });

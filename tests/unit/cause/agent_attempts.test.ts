@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtinPlugins } from "../../../lib/config/packs.ts";
@@ -253,6 +253,35 @@ describe("AttemptFollower: follows a growing log", () => {
     ticker.tick();
     await follower.look();
     expect(seen.length).toBe(2);
+  });
+
+  test("a file it cannot read is told once, and no attempt comes of it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tg-follow-"));
+    const target = join(dir, "elsewhere.txt");
+    writeFileSync(target, "");
+    const { classifier, readers } = profileOf("opencode");
+    const told: string[] = [];
+    const seen: AgentAttempt[] = [];
+    const follower = new AttemptFollower({
+      logs: takeSnapshot([join(dir, "*.log")], Date.now()),
+      logFormat: "plain",
+      records: null,
+      startedAt: Date.now(),
+      classifier,
+      readers,
+      pid: () => null,
+      onAttempt: (a) => seen.push(a),
+      onDiagnostic: (line) => told.push(line),
+    });
+    // A symbolic link the agent put where its log goes: never followed.
+    symlinkSync(target, join(dir, "opencode.log"));
+    appendFileSync(target, `${QUOTA_LINE}\n`);
+    await follower.look();
+    appendFileSync(target, `${QUOTA_LINE}\n`);
+    await follower.look();
+    expect(seen).toEqual([]);
+    expect(told.length).toBe(1);
+    expect(told[0]).toContain("symbolic link");
   });
 
   test("follows session records that appear after the turn started", async () => {

@@ -32,7 +32,7 @@ function relay(reader: LineReader, chunks: string[], limit = 1024) {
   const s = sink();
   const out = new LineOutput(s);
   const said: string[] = [];
-  const guard = new Guard({ write: (l: string) => said.push(l) });
+  const guard = new Guard({ line: (l: string) => said.push(l + "\n") });
   const splitter = new LineSplitter(limit);
   for (const c of chunks) pump(splitter, enc(c), out, reader, guard);
   drain(splitter, out, reader, guard);
