@@ -5,9 +5,8 @@
  * they observe and carry out what it says (proxy: session/cancel and the true error to the
  * client; run: the agent is stopped).
  */
-import type { Cause } from "./decide.ts";
+import { buildCause, type Cause } from "./cause.ts";
 import type { AgentAttempt, Category } from "./outcome.ts";
-import { retryHint } from "./retry_hint.ts";
 
 /**
  * The categories a later attempt of the same request cannot fix by itself: a spent quota
@@ -45,14 +44,10 @@ export function endEarly(
 /** The cause a turn ended early is failed with: the attempt's own, as decide weighs it. */
 export function earlyCause(early: EndEarly): Cause {
   const { attempt } = early;
-  return {
-    error: {
-      code: attempt.code ?? null,
-      message: attempt.cause,
-      category: attempt.category,
-      anchor: attempt.source.kind === "log" ? "live:log" : "live:records",
-      source: null,
-    },
-    retry: retryHint(attempt.category),
-  };
+  return buildCause({
+    message: attempt.cause,
+    category: attempt.category,
+    code: attempt.code ?? null,
+    anchor: attempt.source.kind === "log" ? "live:log" : "live:records",
+  });
 }
