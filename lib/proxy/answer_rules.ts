@@ -116,18 +116,19 @@ export function answer(view: RequestView, event: AnswerEvent): Answer {
         return { kind: "swallow", settle: "take", diagnostic };
       }
       if (turn === null) return forward("take");
+      // A turn cut short for silence ends as its timeout, whatever the agent answers.
+      const timeout: TurnEnd | null = turn.silentMs !== null
+        ? { kind: "timeout", silentMs: turn.silentMs }
+        : null;
       if (event.kind === "response") {
-        // A turn cut short for silence ends as its timeout, whatever the agent answers.
-        const end: TurnEnd = turn.silentMs !== null
-          ? { kind: "timeout", silentMs: turn.silentMs }
-          : agentEnd(event.message);
+        const end = timeout ?? agentEnd(event.message);
         return { kind: "end-turn", settle: "take", end, agentLine: true, fallback: null };
       }
       const note = event.kind === "unread"
         ? `the agent's response was ${event.why}: forwarded unread, not rewritten`
         : "the agent's response came in a batch: forwarded as it is, not rewritten";
       const end: TurnEnd = event.kind === "in-batch"
-        ? agentEnd(event.message)
+        ? timeout ?? agentEnd(event.message)
         : event.isError
         ? { kind: "error", error: { code: null, message: note }, response: {} }
         : { kind: "result", result: {}, response: {} };

@@ -196,6 +196,17 @@ const rows: [string, RequestView, AnswerEvent, Answer][] = [
       note: "the agent's response came in a batch: forwarded as it is, not rewritten",
     },
   ],
+  [
+    "a turn cut short for silence, answered in a batch, ends as its timeout",
+    views.cutShort,
+    { kind: "in-batch", message: resultMsg },
+    {
+      kind: "end-unread",
+      settle: "take",
+      end: { kind: "timeout", silentMs: 9000 },
+      note: "the agent's response came in a batch: forwarded as it is, not rewritten",
+    },
+  ],
   // Silence: turnguard answers now; the agent's later answer is swallowed (mark).
   ["a silent turn's grace is over", views.cutShort, { kind: "silence", silentMs: 9000 }, {
     kind: "end-turn",
