@@ -132,6 +132,11 @@ export const ProfileSchema = once(() =>
     notices: v.optional(v.array(NoticeSchema())),
     /** How long to wait, after the agent answered, for its last session records (ms). */
     records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
+    /**
+     * The longest the turn's response waits for the end record its readers declare
+     * (`endsTurn`, docs/EVIDENCE.md "The turn's end"), in ms.
+     */
+    records_wait_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(60000))),
     /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
     publish: v.optional(PublishTableSchema()),
   })
@@ -169,6 +174,8 @@ export interface Profile {
   notices?: RegExp[];
   /** `records_settle_ms` (absent: DEFAULT_SETTLE_MS of lib/cause/session_records.ts). */
   recordsSettleMs?: number;
+  /** `records_wait_ms` (absent: DEFAULT_WAIT_MS of lib/cause/records_wait.ts). */
+  recordsWaitMs?: number;
   /** The `publish` table, when the profile has one. */
   publish?: PublishTable;
   /** Where `logs` and `session_records` were written (for `check`'s errors). */
@@ -320,6 +327,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         anchors: p.anchors ?? prev?.anchors ?? null,
         sessionRecords: p.session_records ?? prev?.sessionRecords,
         recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
+        recordsWaitMs: p.records_wait_ms ?? prev?.recordsWaitMs,
         notices: p.notices ? compileNotices(p.notices) : prev?.notices,
         publish: p.publish ?? prev?.publish,
         origins: { logs: origin("logs"), session_records: origin("session_records") },

@@ -12,6 +12,7 @@ import {
   type RetrySettled,
   type RetryStarted,
   turnKey,
+  type TurnRevised,
   writerKey,
 } from "./records.ts";
 import type { Outcome } from "../core/outcome.ts";
@@ -63,6 +64,11 @@ export interface TurnView extends Owner {
   retry: RetryView | null;
   /** The attempt whose end `retry` decides (a retry_scheduled for k decides attempt k-1). */
   decidedAttempt: number | null;
+  /**
+   * The last revision of the ended attempt's Outcome (`turn_revised`: the session records'
+   * end landed late), and the status the turn was first recorded with; absent when none.
+   */
+  revised?: { revision: number; from: Outcome["status"] };
   /**
    * Journal order of the turn's first record: when it happened, across writer processes.
    * Turns are ordered by it, never by their number.
@@ -162,7 +168,11 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
       turn.attempt = Math.max(turn.attempt, r.attempt);
       turn.running = true;
       break;
+    case "turn_revised":
+      reviseTurn(turn, r);
+      break;
     case "turn_ended":
+      delete turn.revised;
       turn.outcome = r.outcome;
       turn.endedAttempt = r.attempt;
       turn.attempt = Math.max(turn.attempt, r.attempt);
@@ -172,6 +182,16 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
       break;
   }
   return state;
+}
+
+/**
+ * A revision of an attempt's Outcome: it replaces the Outcome of that attempt when that is
+ * the one the turn last ended with (a revision of an earlier attempt is history).
+ */
+function reviseTurn(turn: TurnView, r: TurnRevised): void {
+  if (turn.endedAttempt !== r.attempt || turn.outcome === null) return;
+  turn.revised = { revision: r.revision, from: turn.revised?.from ?? turn.outcome.status };
+  turn.outcome = r.outcome;
 }
 
 /** Folds what a reader read — records and torn records, in journal order — into the state. */

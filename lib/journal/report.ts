@@ -33,6 +33,32 @@ export interface WaitRow {
   retry: RetryRow | null;
   /** The turn's own reply (a failed turn's own streamed text), never an earlier turn's. */
   reply: string;
+  /** The Outcome was revised after the turn ended (see RevisionRow); absent: it was not. */
+  revised?: RevisionRow;
+}
+
+/** A revised Outcome in a machine row: the revision's number and the first status. */
+export interface RevisionRow {
+  revision: number;
+  from: Outcome["status"];
+}
+
+/** The revision fields of a row: present only for a turn whose Outcome was revised. */
+function revisionFields(turn: TurnView): { revised?: RevisionRow } {
+  return turn.revised && !turn.running
+    ? { revised: { revision: turn.revised.revision, from: turn.revised.from } }
+    : {};
+}
+
+/**
+ * `turn 3 was revised (revision 1): first recorded ok, now failed` — what `wait` says of a
+ * turn whose Outcome changed after it ended; null for any other turn.
+ */
+export function revisionNote(turn: TurnView): string | null {
+  const r = revisionFields(turn).revised;
+  if (!r || !turn.outcome) return null;
+  return `turn ${turn.turn} was revised (revision ${r.revision}): its session records ` +
+    `landed late; first recorded ${r.from}, now ${turn.outcome.status}`;
 }
 
 /** The error a report gives a turn whose process is gone before the turn ended. */
@@ -143,6 +169,7 @@ export function waitRow(turn: TurnView): WaitRow {
     error: end.error,
     retry: retryRow(turn),
     reply: end.reply,
+    ...revisionFields(turn),
   };
 }
 
@@ -158,7 +185,7 @@ export function stateLine(turn: TurnView): string {
     const retry = r?.state === "running" ? ` (retry ${r.attempt} of ${r.of})` : "";
     return `${turn.name}  running: turn ${turn.turn}${retry}`;
   }
-  const status = turn.outcome.status;
+  const status = turn.outcome.status + (turn.revised ? ` (revised from ${turn.revised.from})` : "");
   const waits = turn.retry?.state === "waiting" && !turn.ownerGone &&
     turn.decidedAttempt === turn.endedAttempt;
   return `${turn.name}  ready: turn ${status}${waits ? ", retry waits" : ""}`;
@@ -268,6 +295,8 @@ export interface LogRow {
   attempts: number;
   retry: RetryRow | null;
   error: string | null;
+  /** The Outcome was revised after the turn ended; absent: it was not. */
+  revised?: RevisionRow;
 }
 
 /** The row `log --json` prints for a turn. */
@@ -285,6 +314,7 @@ export function logRow(turn: TurnView): LogRow {
     attempts: turn.attempt + 1,
     retry: open ? null : retryRow(turn),
     error: end.error?.message ?? null,
+    ...revisionFields(turn),
   };
 }
 
@@ -297,7 +327,7 @@ export function formatLog(turns: readonly TurnView[]): string {
       row.name,
       row.session,
       `#${row.turn}`,
-      row.status,
+      row.revised ? `${row.status} (revised from ${row.revised.from})` : row.status,
       row.category ?? "-",
       row.durationMs === null ? "-" : formatDuration(row.durationMs),
       row.status === "running"
