@@ -1,13 +1,10 @@
 /**
  * Agent → client line routing: folds the agent's `session/update`s into their turns,
- * tracks its requests to the client, and ends a turn when the agent answers its prompt
- * (the turn's end decides what the client gets in place of that answer).
+ * tracks its requests to the client, and hands its responses to the client's requests to
+ * the one place that answers them (lib/proxy/answers.ts).
  */
 import {
-  idKey,
   isObject,
-  type JsonRpcId,
-  type Message,
   type Opaque,
   parseBatch,
   readMessage,
@@ -15,8 +12,7 @@ import {
   startsArray,
 } from "../acp/jsonrpc.ts";
 import { peekUpdate } from "../acp/peek.ts";
-import type { TurnEnd } from "./conclude.ts";
-import type { TurnFinisher } from "./finish.ts";
+import type { ClientAnswers } from "./answers.ts";
 import {
   keepPrefix,
   type LongLine,
@@ -25,9 +21,8 @@ import {
   TOO_DEEP,
   TOO_LONG,
 } from "./long_lines.ts";
-import { DROP, hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
-import type { SilenceWatch } from "./silence.ts";
-import { injectReply, type ProxyState } from "./state.ts";
+import { hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
+import type { ProxyState } from "./state.ts";
 import { refuse } from "./tracking.ts";
 import {
   observeUninspected,
@@ -41,17 +36,15 @@ const ID_KEY = new TextEncoder().encode('"id"');
 /** Reads the agent's lines (a LineReader for the agent → client pump). */
 export class AgentLines implements LineReader {
   readonly #state: ProxyState;
-  readonly #finisher: TurnFinisher;
-  readonly #silence: SilenceWatch;
+  readonly #answers: ClientAnswers;
   /** The agent's line too long to inspect, while it passes. */
   #long: LongLine | null = null;
   /** The clock reading of the chunk being pumped, taken by its first update line. */
   #chunkNow: number | null = null;
 
-  constructor(state: ProxyState, finisher: TurnFinisher, silence: SilenceWatch) {
+  constructor(state: ProxyState, answers: ClientAnswers) {
     this.#state = state;
-    this.#finisher = finisher;
-    this.#silence = silence;
+    this.#answers = answers;
   }
 
   /** A new chunk comes: its session/update lines share one clock reading. */
@@ -106,7 +99,7 @@ export class AgentLines implements LineReader {
         return PASS;
       }
       default:
-        return this.#response(message, line, now);
+        return this.#answers.response(message, line, now);
     }
   }
 
@@ -141,7 +134,7 @@ export class AgentLines implements LineReader {
     if (!end) return;
     this.#long = null;
     const kind = prefixKind(long.scan);
-    if (kind.kind === "response") this.#unreadResponse(kind.id, kind.isError, long.why, now);
+    if (kind.kind === "response") this.#answers.unread(kind.id, kind.isError, long.why, now);
   }
 
   #update(bytes: Uint8Array, start: number, end: number, now: number): boolean {
@@ -170,7 +163,7 @@ export class AgentLines implements LineReader {
     state.log(`an agent line ${TOO_DEEP} is passing through unread`);
     const now = state.now();
     if (message.kind === "result" || message.kind === "error") {
-      this.#unreadResponse(message.id, message.kind === "error", TOO_DEEP, now);
+      this.#answers.unread(message.id, message.kind === "error", TOO_DEEP, now);
       return PASS;
     }
     const sessionId = sessionIdOf(message.params);
@@ -183,62 +176,16 @@ export class AgentLines implements LineReader {
     return PASS;
   }
 
-  /**
-   * The agent answered a client request with a line too long to inspect; it went through
-   * as it is. Its request is no longer pending, and a turn it answers ends (not rewritten).
-   */
-  #unreadResponse(id: JsonRpcId, isError: boolean, why: string, now: number): void {
-    const state = this.#state;
-    const request = state.clientPending.take(id);
-    if (!request) return;
-    if (request.answered) {
-      state.log(`the agent's late response to request ${idKey(id)} was ${why}; it went through`);
-      return;
-    }
-    const turn = state.turns.forRequest(id);
-    if (!turn) return;
-    state.turns.end(turn);
-    this.#silence.settle(turn);
-    const note = `the agent's response was ${why}: forwarded unread, not rewritten`;
-    const end: TurnEnd = isError
-      ? { kind: "error", error: { code: null, message: note }, response: {} }
-      : { kind: "result", result: {}, response: {} };
-    injectReply(state, this.#finisher.forwarded(turn, end, note, now));
-  }
-
   /** A batch from the agent: its responses answer the client's requests. */
   #batch(line: Uint8Array): void {
     const state = this.#state;
+    const now = state.now();
     for (const message of parseBatch(line) ?? []) {
       if (message.kind === "request") {
         state.agentPending.add(message.id, message.method, sessionIdOf(message.params));
       } else if (message.kind !== "notification") {
-        if (!state.turns.forRequest(message.id)) state.clientPending.take(message.id);
+        this.#answers.inBatch(message, now);
       }
     }
-  }
-
-  /** The agent answered a client request: a turn's prompt ends the turn. */
-  #response(
-    message: Extract<Message, { kind: "result" | "error" }>,
-    line: Uint8Array,
-    now: number,
-  ): Verdict {
-    const state = this.#state;
-    const request = state.clientPending.take(message.id);
-    if (!request) return PASS;
-    if (message.kind === "result") state.sessionCwds.answered(message.id, message.result);
-    if (request.answered) {
-      state.log(`dropped the agent's late response to request ${idKey(message.id)}`);
-      return DROP;
-    }
-    const turn = state.turns.forRequest(message.id);
-    if (!turn) return PASS;
-    state.turns.end(turn);
-    const end: TurnEnd = this.#silence.settle(turn) ??
-      (message.kind === "result"
-        ? { kind: "result", result: message.result, response: message.raw }
-        : { kind: "error", error: message.error, response: message.raw });
-    return { later: this.#finisher.finish(turn, end, line, now) };
   }
 }

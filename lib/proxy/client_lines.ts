@@ -22,6 +22,7 @@ import {
   TOO_LONG,
 } from "./long_lines.ts";
 import { hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
+import type { ClientAnswers } from "./answers.ts";
 import type { RetryQueue } from "./retries.ts";
 import type { ProxyState } from "./state.ts";
 import { clientAnswered, refuse, startTurn } from "./tracking.ts";
@@ -35,10 +36,17 @@ export class ClientLines implements LineReader {
   readonly #state: ProxyState;
   readonly #steps: TurnEndSteps;
   readonly #retries: RetryQueue;
+  readonly #answers: ClientAnswers;
   /** The client's line too long to inspect, while it passes. */
   #long: LongLine | null = null;
 
-  constructor(state: ProxyState, steps: TurnEndSteps, retries: RetryQueue) {
+  constructor(
+    state: ProxyState,
+    steps: TurnEndSteps,
+    retries: RetryQueue,
+    answers: ClientAnswers,
+  ) {
+    this.#answers = answers;
     this.#state = state;
     this.#steps = steps;
     this.#retries = retries;
@@ -87,7 +95,7 @@ export class ClientLines implements LineReader {
       const kind = prefixKind(scanned.scan);
       if (kind.kind === "request") {
         const sessionId = sessionIdInPrefix(scanned.text);
-        state.clientPending.add(kind.id, kind.method, sessionId, kind.idLexeme);
+        this.#answers.request(kind.id, kind.method, sessionId, kind.idLexeme);
         // A whole line in hand (nested too deeply to parse) can be sent again: a turn.
         if (whole && kind.method === "session/prompt" && sessionId !== null) {
           this.#retries.stopSession(sessionId, "a new prompt came in the session");
@@ -147,10 +155,12 @@ export class ClientLines implements LineReader {
     readMeta: boolean,
   ): Verdict {
     const state = this.#state;
-    if (state.clientPending.full) return refuse(state, "client", message.id, line);
+    if (state.clientPending.full) {
+      return refuse(state, { client: this.#answers }, message.id, line);
+    }
     const sessionId = sessionIdOf(message.params);
     const idLexeme = idLexemeOf(line, message.id);
-    state.clientPending.add(message.id, message.method, sessionId, idLexeme);
+    this.#answers.request(message.id, message.method, sessionId, idLexeme);
     if (message.method === "session/new") state.sessionCwds.requested(message.id, message.params);
     else if (message.method === "session/load" || message.method === "session/resume") {
       state.sessionCwds.loaded(message.params);
@@ -172,7 +182,7 @@ export class ClientLines implements LineReader {
     const now = state.now();
     for (const message of parseBatch(line) ?? []) {
       if (message.kind === "request") {
-        state.clientPending.add(message.id, message.method, sessionIdOf(message.params));
+        this.#answers.request(message.id, message.method, sessionIdOf(message.params));
       } else if (message.kind !== "notification") {
         clientAnswered(state, message.id, now);
       }

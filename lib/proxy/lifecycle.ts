@@ -1,27 +1,24 @@
 /**
  * The proxy's life around its turns: the client leaving (the agent's input is closed, and
- * after the grace its owner stops it: SIGTERM, then SIGKILL if it lingers), and the agent's exit (every request
- * the client still waits on is answered with an error; a turn's is its turn's end).
+ * after the grace its owner stops it: SIGTERM, then SIGKILL if it lingers), and the agent's
+ * exit (every request the client still waits on is answered: lib/proxy/answers.ts).
  */
-import { encodeResponse } from "../acp/jsonrpc.ts";
 import type { LineSplitter } from "../acp/lines.ts";
 import { STDERR_TAIL_BYTES } from "../agent/launch.ts";
 import type { AgentOwner } from "../agent/owner.ts";
 import type { Stopping } from "../agent/stop.ts";
 import { Tail } from "../text/byte_window.ts";
 import { lastLines } from "../text/text.ts";
-import { exitMessage, type TurnEnd } from "./conclude.ts";
-import type { TurnFinisher } from "./finish.ts";
+import type { ClientAnswers } from "./answers.ts";
 import { drain, type LineReader } from "./relay.ts";
 import type { RetryQueue } from "./retries.ts";
-import { crashData, errorResponse } from "./rewrite.ts";
 import { graceMs } from "./silence.ts";
-import { injectReply, type ProxyState } from "./state.ts";
+import type { ProxyState } from "./state.ts";
 
 /** The ends of one proxy's life. */
 export class Lifecycle {
   readonly #state: ProxyState;
-  readonly #finisher: TurnFinisher;
+  readonly #answers: ClientAnswers;
   readonly #retries: RetryQueue;
   readonly #owner: AgentOwner;
   /** The agent's last stderr bytes, for the message of its death. */
@@ -30,9 +27,9 @@ export class Lifecycle {
   #stopping: Stopping | null = null;
   #left = false;
 
-  constructor(state: ProxyState, finisher: TurnFinisher, retries: RetryQueue, owner: AgentOwner) {
+  constructor(state: ProxyState, answers: ClientAnswers, retries: RetryQueue, owner: AgentOwner) {
     this.#state = state;
-    this.#finisher = finisher;
+    this.#answers = answers;
     this.#retries = retries;
     this.#owner = owner;
   }
@@ -79,36 +76,9 @@ export class Lifecycle {
     this.#stopping?.cancel();
   }
 
-  /** The agent is gone: every request the client still waits on gets an error. */
+  /** The agent is gone: every request the client still waits on gets its answer. */
   answerOrphans(code: number | null, signal: string | null): void {
-    const state = this.#state;
     const tail = lastLines(this.stderrTail.text(), 3);
-    const message = exitMessage(code, signal, tail);
-    const now = state.now();
-    for (const request of state.clientPending.all()) {
-      state.clientPending.take(request.id);
-      if (request.answered) continue;
-      const crash = encodeResponse(
-        errorResponse(request.id, message, crashData(message, code)),
-        request.idLexeme,
-        "\n",
-      );
-      const turn = state.turns.forRequest(request.id);
-      if (!turn) {
-        state.toClient.inject(crash);
-        continue;
-      }
-      state.turns.end(turn);
-      if (state.signalled) turn.cancelled = true;
-      // Whether a client that hung up gave up on the turn is decide's (`givenUp`).
-      const end: TurnEnd = {
-        kind: "exit",
-        code,
-        signal,
-        stderrTail: tail,
-        clientGone: state.clientGone,
-      };
-      injectReply(state, this.#finisher.finish(turn, end, null, now, crash));
-    }
+    this.#answers.exited(code, signal, tail, this.#state.now());
   }
 }

@@ -25,7 +25,8 @@ import {
 } from "./options.ts";
 import { LineOutput } from "./output.ts";
 import { drain, Guard, pump, SourceHold } from "./relay.ts";
-import { RetryQueue } from "./retries.ts";
+import { type RetryAnswers, RetryQueue } from "./retries.ts";
+import { ClientAnswers } from "./answers.ts";
 import { SilenceWatch } from "./silence.ts";
 import { timerDelay } from "../io/timer_delay.ts";
 import type { ProxyState } from "./state.ts";
@@ -157,12 +158,19 @@ class Proxy {
       clientGone: false,
       signalled: early,
     };
-    this.#retries = new RetryQueue(state, steps.recorder ?? null, opts.retryWaits);
+    // The retries reach the client's answers, which end turns through the finisher, which
+    // holds responses in the retries.
+    const toAnswers: RetryAnswers = {
+      held: (turn, response) => answers.held(turn, response),
+      request: (id, method, sessionId) => answers.request(id, method, sessionId),
+    };
+    this.#retries = new RetryQueue(state, toAnswers, steps.recorder ?? null, opts.retryWaits);
     const finisher = new TurnFinisher(state, steps, this.#retries);
-    this.#silence = new SilenceWatch(state, finisher);
-    this.#lifecycle = new Lifecycle(state, finisher, this.#retries, owner);
-    this.#clientLines = new ClientLines(state, steps, this.#retries);
-    this.#agentLines = new AgentLines(state, finisher, this.#silence);
+    const answers = new ClientAnswers(state, finisher);
+    this.#silence = new SilenceWatch(state, answers);
+    this.#lifecycle = new Lifecycle(state, answers, this.#retries, owner);
+    this.#clientLines = new ClientLines(state, steps, this.#retries, answers);
+    this.#agentLines = new AgentLines(state, answers);
     const limit = opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT;
     this.#fromClient = new LineSplitter(limit);
     this.#fromAgent = new LineSplitter(limit);

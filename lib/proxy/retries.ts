@@ -5,7 +5,7 @@
  * attempt's response and is journaled as stopped.
  */
 import { errorText } from "../errors.ts";
-import { idKey } from "../acp/jsonrpc.ts";
+import { idKey, type JsonRpcId } from "../acp/jsonrpc.ts";
 import { joinBytes } from "../acp/lines.ts";
 import type { ScheduledRetry } from "../retry/policy.ts";
 import type { TurnRecorder } from "../retry/turn_recorder.ts";
@@ -29,15 +29,31 @@ const NEWLINE = new Uint8Array([0x0a]);
 /** A turn's key among waiting retries: session and turn number. */
 const retryKey = (turn: Turn) => `${turn.sessionId}\n${turn.turn}`;
 
+/**
+ * How the retries reach the client's answers (lib/proxy/answers.ts): a held response goes
+ * out, a retried prompt waits for its answer again.
+ */
+export interface RetryAnswers {
+  held(turn: Turn, response: Uint8Array): void;
+  request(id: JsonRpcId, method: string, sessionId: string | null): unknown;
+}
+
 /** The retries one proxy holds: where failed turns' responses wait (a RetryHold). */
 export class RetryQueue implements RetryHold {
   readonly #state: ProxyState;
   readonly #recorder: TurnRecorder | null;
+  readonly #answers: RetryAnswers;
   readonly #waits: RetryWaits;
   readonly #waiting = new Map<string, WaitingRetry>();
 
-  constructor(state: ProxyState, recorder: TurnRecorder | null, waits?: RetryWaits) {
+  constructor(
+    state: ProxyState,
+    answers: RetryAnswers,
+    recorder: TurnRecorder | null,
+    waits?: RetryWaits,
+  ) {
     this.#state = state;
+    this.#answers = answers;
     this.#recorder = recorder;
     this.#waits = waits ?? new RetryWaits();
   }
@@ -104,6 +120,7 @@ export class RetryQueue implements RetryHold {
       state.log(`recording the retry's start failed: ${errorText(err)}`);
     }
     const turn = restartTurn(state, failed, decision.attempt, state.now());
+    this.#answers.request(turn.requestId, "session/prompt", turn.sessionId);
     const prompt = turn.promptLine!; // hold() took only turns with their prompt kept
     state.toAgent.inject(
       prompt.at(-1) === 0x0a ? prompt : joinBytes([prompt, NEWLINE], prompt.length + 1),
@@ -133,6 +150,6 @@ export class RetryQueue implements RetryHold {
     } catch (err) {
       this.#state.log(`recording the stopped retry failed: ${errorText(err)}`);
     }
-    if (waiting.response) this.#state.toClient.inject(waiting.response);
+    if (waiting.response) this.#answers.held(turn, waiting.response);
   }
 }

@@ -1,24 +1,14 @@
 /**
  * `--turn-timeout`: a turn silent that long (not waiting on the client) is sent a
- * `session/cancel`; after the grace period the client is answered with an error, whatever
- * the agent does.
+ * `session/cancel`; after the grace period the client is answered with the turn's timeout,
+ * whatever the agent does (lib/proxy/answers.ts answers it).
  */
-import { encodeLine, encodeResponse } from "../acp/jsonrpc.ts";
+import { encodeLine } from "../acp/jsonrpc.ts";
 import { timerDelay } from "../io/timer_delay.ts";
-import { formatDuration } from "../text/text.ts";
-import type { TurnEnd } from "./conclude.ts";
-import type { TurnFinisher } from "./finish.ts";
+import type { ClientAnswers } from "./answers.ts";
 import { DEFAULT_GRACE_MS } from "./options.ts";
-import { crashData, errorResponse } from "./rewrite.ts";
-import { injectReply, type ProxyState } from "./state.ts";
+import type { ProxyState } from "./state.ts";
 import type { Turn } from "./turns.ts";
-
-/** A turn being cut short for silence: cancel sent, waiting for the grace period. */
-interface Expiry {
-  timer: ReturnType<typeof setTimeout>;
-  /** How long the turn had been silent when it was cancelled. */
-  silentMs: number;
-}
 
 /** The grace period of `--grace`, as a timer delay. */
 export function graceMs(state: ProxyState): number {
@@ -28,13 +18,14 @@ export function graceMs(state: ProxyState): number {
 /** Watches the running turns for silence. */
 export class SilenceWatch {
   readonly #state: ProxyState;
-  readonly #finisher: TurnFinisher;
-  readonly #expiring = new Map<Turn, Expiry>();
+  readonly #answers: ClientAnswers;
+  /** Turns being cut short for silence: cancel sent, the grace's timer running. */
+  readonly #expiring = new Map<Turn, ReturnType<typeof setTimeout>>();
   #ticker: ReturnType<typeof setInterval> | null = null;
 
-  constructor(state: ProxyState, finisher: TurnFinisher) {
+  constructor(state: ProxyState, answers: ClientAnswers) {
     this.#state = state;
-    this.#finisher = finisher;
+    this.#answers = answers;
   }
 
   /** Starts checking every running turn, a few times per `timeoutMs`. */
@@ -43,22 +34,10 @@ export class SilenceWatch {
     this.#ticker = setInterval(() => this.#check(timeoutMs), tick);
   }
 
-  /**
-   * The turn ended on its own: when it was being cut short, its cancel's grace is over
-   * and it ends as the timeout (the silence it was cancelled after); else null.
-   */
-  settle(turn: Turn): TurnEnd | null {
-    const expiry = this.#expiring.get(turn);
-    if (!expiry) return null;
-    clearTimeout(expiry.timer);
-    this.#expiring.delete(turn);
-    return { kind: "timeout", silentMs: expiry.silentMs };
-  }
-
   /** The agent is gone: no more checks, no more expiries. */
   stop(): void {
     if (this.#ticker) clearInterval(this.#ticker);
-    for (const { timer } of this.#expiring.values()) clearTimeout(timer);
+    for (const timer of this.#expiring.values()) clearTimeout(timer);
   }
 
   #check(timeoutMs: number): void {
@@ -82,26 +61,13 @@ export class SilenceWatch {
         params: { sessionId: turn.sessionId },
       };
       state.toAgent.inject(encodeLine(cancel, "\n"));
-      const timer = setTimeout(() => this.#expire(turn, silentMs), graceMs(state));
-      this.#expiring.set(turn, { timer, silentMs });
+      this.#answers.cutShort(turn, silentMs);
+      const timer = setTimeout(() => {
+        this.#expiring.delete(turn);
+        // Answered already when the agent answered meanwhile (then as the timeout too).
+        this.#answers.silenceOver(turn, state.now());
+      }, graceMs(state));
+      this.#expiring.set(turn, timer);
     }
-  }
-
-  /** The grace after a timeout's cancel is over: answer the client now. */
-  #expire(turn: Turn, silentMs: number): void {
-    const state = this.#state;
-    this.#expiring.delete(turn);
-    if (state.turns.forRequest(turn.requestId) !== turn) return;
-    state.turns.end(turn);
-    const request = state.clientPending.get(turn.requestId);
-    if (request) request.answered = true;
-    const message = `the agent was silent for ${formatDuration(silentMs)}`;
-    const fallback = encodeResponse(
-      errorResponse(turn.requestId, message, crashData(message, null)),
-      turn.requestIdLexeme,
-      "\n",
-    );
-    const end: TurnEnd = { kind: "timeout", silentMs };
-    injectReply(state, this.#finisher.finish(turn, end, null, state.now(), fallback));
   }
 }

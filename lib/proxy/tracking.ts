@@ -10,7 +10,8 @@ import { snapshotProfileLogs } from "../cause/log_cause.ts";
 import { type RecordsSnapshot, snapshotSessionRecords } from "../cause/session_records.ts";
 import { idLexemeOf } from "./long_lines.ts";
 import { DEFAULT_MAX_PENDING } from "./options.ts";
-import { errorResponse, overloadData } from "./rewrite.ts";
+import { refusedResponse, shown } from "./answer_rules.ts";
+import type { ClientAnswers } from "./answers.ts";
 import type { ProxyState } from "./state.ts";
 import { publishArmed, type TurnEndSteps } from "./turn_end.ts";
 import type { Turn } from "./turns.ts";
@@ -67,7 +68,7 @@ export function startTurn(
   return turn;
 }
 
-/** Starts retry `attempt` of an ended turn: its request is in flight again. */
+/** Starts retry `attempt` of an ended turn (its request waits again: the caller says so). */
 export function restartTurn(state: ProxyState, failed: Turn, attempt: number, now: number): Turn {
   const { opts } = state;
   const turn = state.turns.retry(
@@ -77,7 +78,6 @@ export function restartTurn(state: ProxyState, failed: Turn, attempt: number, no
     snapshotProfileLogs(opts.profile, opts.env, now, opts.fs, sessionCwd(state, failed.sessionId)),
     snapshotRecords(state, failed.sessionId, now),
   );
-  state.clientPending.add(turn.requestId, "session/prompt", turn.sessionId);
   return turn;
 }
 
@@ -102,30 +102,27 @@ export function sessionCwd(state: ProxyState, sessionId: string): string {
 
 /**
  * A request past `maxPending` of its side: not forwarded (remembering it would grow
- * turnguard without bound), answered by turnguard at once with a retryable error.
+ * turnguard without bound), answered by turnguard at once with a retryable error (the
+ * client's through its answers, lib/proxy/answers.ts).
  */
 export function refuse(
   state: ProxyState,
-  from: "client" | "agent",
+  from: { client: ClientAnswers } | "agent",
   id: JsonRpcId,
   line: Uint8Array,
 ): Verdict {
   const max = state.opts.maxPending ?? DEFAULT_MAX_PENDING;
-  const pending = from === "client" ? state.clientPending : state.agentPending;
+  const pending = from === "agent" ? state.agentPending : state.clientPending;
   const what = pending.size >= max
     ? `${max}`
     : `${pending.size}, holding ${pending.bytes} bytes of ids`;
   const message = `turnguard: too many requests in flight (${what}); this one was not forwarded`;
-  const key = idKey(id);
   // The id is the peer's choice, of any length: the log line names its start.
-  const shown = key.length > 80 ? `${key.slice(0, 80)}…` : key;
-  state.log(`refused ${from} request ${shown}: ${what} requests in flight`);
-  const answer = encodeResponse(
-    errorResponse(id, message, overloadData(message)),
-    idLexemeOf(line, id),
-    lineEnding(line),
-  );
-  (from === "client" ? state.toClient : state.toAgent).inject(answer);
+  const side = from === "agent" ? "agent" : "client";
+  state.log(`refused ${side} request ${shown(id)}: ${what} requests in flight`);
+  const idLexeme = idLexemeOf(line, id);
+  if (from !== "agent") return from.client.refused(id, idLexeme, lineEnding(line), message);
+  state.toAgent.inject(encodeResponse(refusedResponse(id, message), idLexeme, lineEnding(line)));
   return DROP;
 }
 

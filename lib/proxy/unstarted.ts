@@ -6,7 +6,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { ByteSink, ByteSource } from "./agent_io.ts";
-import { crashData, errorResponse } from "./rewrite.ts";
+import { crashResponse } from "./answer_rules.ts";
 import { encodeLine, type JsonRpcId, parseBatch, parseMessage } from "../acp/jsonrpc.ts";
 
 /** How long the proxy waits for the client's first request when the agent did not start. */
@@ -26,9 +26,7 @@ export function unstartedAnswers(
   message: string,
   exitCode: number,
 ): Uint8Array[] {
-  return requestIds(lines).map((id) =>
-    encodeLine(errorResponse(id, message, crashData(message, exitCode)), "\n")
-  );
+  return requestIds(lines).map((id) => encodeLine(crashResponse(id, message, exitCode), "\n"));
 }
 
 /**
