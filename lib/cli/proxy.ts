@@ -40,6 +40,7 @@ export const PROXY_OPTIONS = {
   "turn-timeout": { type: "string" },
   "rewrite-errors": { type: "boolean" },
   "strict-turns": { type: "boolean" },
+  "recover-replies": { type: "boolean" },
   "max-line-bytes": { type: "string" },
   grace: { type: "string" },
   "keep-daemons": { type: "boolean" },
@@ -190,6 +191,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       keepDaemons: values["keep-daemons"] === true || registry.keepDaemons,
       rewriteErrors: values["rewrite-errors"] === true,
       strictTurns: values["strict-turns"] === true,
+      recoverReplies: values["recover-replies"] === true,
       readers: profileReaders(registry.readers, profile),
       verbose: values.verbose === true,
       // Each turn's end: publish, then the journal (its retries, and telemetry) and the

@@ -31,7 +31,9 @@ import {
   type TurnEndSteps,
 } from "./turn_end.ts";
 import { revisedOutcome } from "./revision.ts";
-import { streamed, type Turn } from "./turns.ts";
+import { streamed, type Turn, turnText } from "./turns.ts";
+import { recoveredRest } from "./beyond_wire.ts";
+import { lineEnding } from "../acp/lines.ts";
 
 /** The turn's records as the wait left them, and the place of its prompt among them. */
 type TurnRecordsWaited = RecordsWaited & { nth: number };
@@ -52,6 +54,12 @@ export class TurnFinisher {
    * its own prompt.
    */
   readonly #owed = new Map<string, number>();
+  /**
+   * Sends a line right before the answer of a turn's prompt (the proxy's ClientAnswers
+   * `before`); set once the answers exist.
+   */
+  beforeAnswer: ((turn: Turn, line: Uint8Array) => void) | null = null;
+
   /** Per session: the latest turn whose end began. */
   readonly #latest = new Map<string, number>();
 
@@ -78,6 +86,7 @@ export class TurnFinisher {
         this.state.log,
       );
       if (waited?.ended === false) this.#watchLate(turn, end, now, logs, result, waited.nth);
+      this.#deliverRecovered(turn, result, line);
       return result;
     });
     return this.#sent(turn, ended, fallback);
@@ -152,6 +161,30 @@ export class TurnFinisher {
       );
     }
     return { ...waited, nth };
+  }
+
+  /**
+   * `--recover-replies`: the final answer the records hold and the client did not receive
+   * goes to the client as the turn's last `agent_message_chunk` (what it still lacks of it),
+   * right before the prompt's response (docs/PROXY.md). Not when a retry holds the response.
+   */
+  #deliverRecovered(turn: Turn, result: TurnEndResult, line: Uint8Array | null): void {
+    const recovered = result.outcome.reply.recovered;
+    if (!this.state.opts.recoverReplies || recovered === undefined || result.send === null) return;
+    const message = {
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: turn.sessionId,
+        update: {
+          sessionUpdate: "agent_message_chunk",
+          content: { type: "text", text: recoveredRest(turnText(turn), recovered) },
+        },
+      },
+    };
+    const ending = line ? lineEnding(line) : "\n";
+    this.beforeAnswer?.(turn, new TextEncoder().encode(JSON.stringify(message) + ending));
+    this.state.log(`session ${turn.sessionId} turn ${turn.turn}: the recovered reply was sent`);
   }
 
   /** One read of the turn's records; a failure is a diagnostic. */
@@ -254,6 +287,7 @@ export class TurnFinisher {
       endedAt: now,
       rewriteErrors: opts.rewriteErrors === true,
       strictTurns: opts.strictTurns === true,
+      recoverReplies: opts.recoverReplies === true,
       records,
       readers: opts.readers,
       scanLogs: () =>

@@ -167,6 +167,7 @@ class Proxy {
     this.#retries = new RetryQueue(state, toAnswers, steps.recorder ?? null, opts.retryWaits);
     const finisher = new TurnFinisher(state, steps, this.#retries);
     const answers = new ClientAnswers(state, finisher);
+    finisher.beforeAnswer = (turn, line) => answers.before(turn, line);
     this.#silence = new SilenceWatch(state, answers);
     this.#lifecycle = new Lifecycle(state, answers, this.#retries, owner);
     this.#clientLines = new ClientLines(state, steps, this.#retries, answers);
