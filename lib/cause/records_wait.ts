@@ -24,6 +24,8 @@ export const DEFAULT_WAIT_MS = 3000;
  * gets a revised Outcome): a machine loaded far past the bound.
  */
 export const LATE_WATCH_MS = 30_000;
+/** The pause between reads of that late watch: nobody waits on it. */
+export const LATE_POLL_MS = 500;
 
 /** The pauses between reads: short first (most ends land within milliseconds), then even. */
 const POLL_STEPS_MS = [10, 20, 40, 80];
@@ -87,6 +89,7 @@ export async function waitForEnd(
   io: RecordsWaitIo,
   look: (read: RecordsRead) => TurnRecords,
   boundMs: number,
+  pollMs: number = POLL_MS,
 ): Promise<RecordsWaited> {
   const start = io.now();
   for (let step = 0;; step++) {
@@ -95,6 +98,6 @@ export async function waitForEnd(
     const waitedMs = io.now() - start;
     const left = boundMs - waitedMs;
     if (turn.ended || last || left <= 0) return { ...turn, waitedMs };
-    await io.sleep(Math.min(POLL_STEPS_MS[step] ?? POLL_MS, left));
+    await io.sleep(Math.min(POLL_STEPS_MS[step] ?? pollMs, left));
   }
 }

@@ -49,7 +49,7 @@ export interface ConcludeInput {
   scanLogs: () => LogCauseResult;
   /** `--rewrite-errors`: HTTP-status codes become -32603, messages the readable cause. */
   rewriteErrors: boolean;
-  /** The turn's session records, read after the settle window (absent: none named). */
+  /** The turn's session records, as the wait for their end left them (absent: none named). */
   records?: RecordsRead | null;
   /** The profile's session record readers. */
   readers?: readonly LoadedRecordReader[];

@@ -1,7 +1,10 @@
 /**
  * Turn finishing in the shell: gathers what a turn's end reads that lives outside the
- * turn (its session records after their settle window, the agent's logs, the profile) and
- * runs the linear turn end (lib/proxy/turn_end.ts); gives the bytes the client is sent.
+ * turn (its session records once their end record is there — or after their settle window,
+ * for readers that show no end — the agent's logs, the profile) and runs the linear turn
+ * end (lib/proxy/turn_end.ts); gives the bytes the client is sent, with a recovered reply
+ * before them (`--recover-replies`). Records whose end lands past the wait are watched on,
+ * and the journal gets the turn's revised Outcome.
  */
 import { errorText } from "../errors.ts";
 import { findLogCause, readTurnLogs } from "../cause/log_cause.ts";
@@ -14,6 +17,7 @@ import {
 } from "../cause/session_records.ts";
 import {
   DEFAULT_WAIT_MS,
+  LATE_POLL_MS,
   LATE_WATCH_MS,
   readersShowEnd,
   type RecordsWaited,
@@ -228,7 +232,7 @@ export class TurnFinisher {
     const { readers = [] } = this.state.opts;
     const session = turn.sessionId;
     const look = (read: RecordsRead) => turnRecords(read, readers, nth);
-    const watch = waitForEnd(this.#waitIo(turn), look, LATE_WATCH_MS)
+    const watch = waitForEnd(this.#waitIo(turn), look, LATE_WATCH_MS, LATE_POLL_MS)
       .then((late) => {
         if (!late.ended) return;
         // Its prompt landed before the session's next turn began: that turn owes it none.
