@@ -99,6 +99,17 @@ describe(`the corpus with the agents' late record writes ${LATE} times as late`,
   }
 });
 
+describe("the built-in readers declare their turn's end", () => {
+  test("turnguard check says the proxy awaits it, up to records_wait_ms", async () => {
+    const r = await turnguard(["check", "-v"]);
+    for (const reader of ["claude.transcript", "codex.rollout", "qwen.chat"]) {
+      expect(r.stdout).toContain(
+        `session records (end record awaited up to 3000 ms; readers ${reader})`,
+      );
+    }
+  });
+});
+
 describe("past records_wait_ms: a revised Outcome in the journal", () => {
   test("claude-code-acp clean_after_error: the second turn, decided early, is revised to ok", async () => {
     const dir = mkdtempSync(join(tmpdir(), "turnguard-late-"));
