@@ -240,7 +240,11 @@ export class TurnFinisher {
         if (this.#latest.get(session) === turn.turn && (running ?? turn) === turn) {
           this.#owed.set(session, nth - late.prompts);
         }
-        const input = this.#concludeInput(turn, end, endedAt, late.read, logs);
+        // The client's answer is gone: a reply recovered now can no longer be sent.
+        const input = {
+          ...this.#concludeInput(turn, end, endedAt, late.read, logs),
+          recoverReplies: false,
+        };
         const again = withPluginBudget(() => concludeTurn(input)).outcome;
         const revised = revisedOutcome(first.outcome, again, late.waitedMs);
         if (revised === null) return;

@@ -16,6 +16,7 @@ function verdictOf(o: Outcome): string {
     o.retry?.retryable ?? null,
     o.reply.text ?? null,
     o.reply.chars,
+    o.reply.recovered ?? null,
   ]);
 }
 
