@@ -135,8 +135,8 @@ export class TurnFinisher {
    * The turn's session records (docs/EVIDENCE.md), for a turn the agent answered with a
    * result or an error: when the profile's readers show where a turn ends (`endsTurn`),
    * read as soon as that end is there, waiting for it at most `records_wait_ms` (`ended`:
-   * false when it did not come); else once, after the settle window (`ended`: null). The
-   * response waits that long. Each read has a budget of its own.
+   * false when it did not come); else once, after the settle window (taken as ended: nothing
+   * is watched later). The response waits that long. Each read has a budget of its own.
    */
   async #records(turn: Turn, end: TurnEnd): Promise<TurnRecordsWaited | null> {
     const taken = turn.records;
