@@ -64,6 +64,9 @@ export class TurnFinisher {
    */
   beforeAnswer: ((turn: Turn, line: Uint8Array) => void) | null = null;
 
+  /** Sessions whose last turn found no record file at all. */
+  readonly #recordless = new Set<string>();
+
   /** Per session: the latest turn whose end began. */
   readonly #latest = new Map<string, number>();
 
@@ -147,8 +150,13 @@ export class TurnFinisher {
       const read = await this.#readRecords(turn);
       return { read, prompts: 0, ended: true, waitedMs: 0, nth: 1 };
     }
-    const boundMs = profile.recordsWaitMs ?? DEFAULT_WAIT_MS;
     const session = turn.sessionId;
+    // A session whose records were nowhere in its last turn either (a path that does not
+    // match where the agent writes, an agent that writes none) is not waited on for long.
+    const nowhere = this.#recordless.has(session) && taken.snapshot.files.size === 0;
+    const boundMs = nowhere
+      ? profile.recordsSettleMs ?? DEFAULT_SETTLE_MS
+      : profile.recordsWaitMs ?? DEFAULT_WAIT_MS;
     const nth = 1 + (this.#owed.get(session) ?? 0);
     const waited = await waitForEnd(
       this.#waitIo(turn),
@@ -157,10 +165,16 @@ export class TurnFinisher {
     );
     // Prompts that did not land yet may land in the next turn's records, before its own.
     this.#owed.set(session, nth - waited.prompts);
+    if (waited.read.records.length === 0 && taken.snapshot.files.size === 0) {
+      this.#recordless.add(session);
+    } else this.#recordless.delete(session);
     if (!waited.ended) {
       waited.read.diagnostics.push(
-        `the session records did not show the turn's end within records_wait_ms ` +
-          `(${boundMs} ms): decided from what had landed; should the end land later, the ` +
+        `the session records did not show the turn's end within ${
+          nowhere
+            ? "records_settle_ms (none were found in the session's last turn either)"
+            : "records_wait_ms"
+        } (${boundMs} ms): decided from what had landed; should the end land later, the ` +
           `journal gets a revised Outcome`,
       );
     }

@@ -17,6 +17,15 @@ import { readExpected, type Verdict } from "../agents/expected.ts";
 import { readTranscript } from "../agents/transcript.ts";
 import { CORPUS, corpusCases, PROFILE, turnguardBinary } from "../agents/replay.ts";
 import { turnguard } from "../helpers/cli.ts";
+import {
+  killedAfterEach,
+  openSession,
+  prompt,
+  readOutcomes,
+  scratch,
+  startProxy,
+  withClient,
+} from "../fixtures/acp/harness.ts";
 
 setDefaultTimeout(120_000);
 
@@ -143,5 +152,27 @@ describe("past records_wait_ms: a revised Outcome in the journal", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("records that are nowhere", () => {
+  const track = killedAfterEach();
+  test("awaited once for the bound, then only the settle window, per session", async () => {
+    const s = scratch();
+    // The fake agent writes no transcript for `echo`: the claude profile finds none.
+    const p = track(
+      startProxy(s, ["--config", s.config, "--agent", "claude", "--outcome-file", s.outcomes]),
+    );
+    await withClient(p, async (ctx) => {
+      const sessionId = await openSession(ctx);
+      await prompt(ctx, sessionId, "echo one");
+      await prompt(ctx, sessionId, "echo two");
+    });
+    await p.exited;
+    const [one, two] = readOutcomes(s.outcomes).map((o) =>
+      o.diagnostics.find((d) => d.startsWith("the session records did not show")) ?? ""
+    );
+    expect(one).toContain("within records_wait_ms (3000 ms)");
+    expect(two).toContain("within records_settle_ms (none were found");
   });
 });
