@@ -89,6 +89,11 @@ export function readClaudeRecord(value: unknown): RecordEvent | null {
 /** The claude record pack: its reader, loaded as the built-in `builtin:claude_records`. */
 export default definePlugin({
   readers: [
-    defineRecordReader({ id: "claude.transcript", agents: ["claude"], read: readClaudeRecord }),
+    defineRecordReader({
+      id: "claude.transcript",
+      agents: ["claude"],
+      read: readClaudeRecord,
+      endsTurn: true,
+    }),
   ],
 });

@@ -91,5 +91,12 @@ export function readCodexRecord(value: unknown): RecordEvent | null {
 
 /** The codex record pack: its reader, loaded as the built-in `builtin:codex_records`. */
 export default definePlugin({
-  readers: [defineRecordReader({ id: "codex.rollout", agents: ["codex"], read: readCodexRecord })],
+  readers: [
+    defineRecordReader({
+      id: "codex.rollout",
+      agents: ["codex"],
+      read: readCodexRecord,
+      endsTurn: true,
+    }),
+  ],
 });

@@ -46,6 +46,11 @@ export function readGeminiRecord(value: unknown): RecordEvent | null {
 /** The gemini record pack: its reader, loaded as the built-in `builtin:gemini_records`. */
 export default definePlugin({
   readers: [
-    defineRecordReader({ id: "gemini.chat", agents: ["gemini"], read: readGeminiRecord }),
+    defineRecordReader({
+      id: "gemini.chat",
+      agents: ["gemini"],
+      read: readGeminiRecord,
+      endsTurn: true,
+    }),
   ],
 });

@@ -72,5 +72,7 @@ export function readPiRecord(value: unknown): RecordEvent | null {
 
 /** The pi record pack: its reader, loaded as the built-in `builtin:pi_records`. */
 export default definePlugin({
-  readers: [defineRecordReader({ id: "pi.session", agents: ["pi"], read: readPiRecord })],
+  readers: [
+    defineRecordReader({ id: "pi.session", agents: ["pi"], read: readPiRecord, endsTurn: true }),
+  ],
 });

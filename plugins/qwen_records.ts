@@ -68,5 +68,7 @@ export function readQwenRecord(value: unknown): RecordEvent | null {
 
 /** The qwen record pack: its reader, loaded as the built-in `builtin:qwen_records`. */
 export default definePlugin({
-  readers: [defineRecordReader({ id: "qwen.chat", agents: ["qwen"], read: readQwenRecord })],
+  readers: [
+    defineRecordReader({ id: "qwen.chat", agents: ["qwen"], read: readQwenRecord, endsTurn: true }),
+  ],
 });

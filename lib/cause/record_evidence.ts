@@ -140,6 +140,41 @@ export function foldRecordEvents(events: readonly ReadEvent[]): RecordVerdict {
   return verdict;
 }
 
+/**
+ * Where the turn's own events are in a read of its records, and whether they hold its end
+ * (a reader's `endsTurn` promise, lib/plugin/api.ts). `nth` is the place of the turn's
+ * prompt among the prompts read (1: the first; more when an earlier turn's prompt landed
+ * late, after this turn began): the turn's events run from that prompt to the next one
+ * (`cut`: the index of that next prompt, where a later turn's events begin). The end is
+ * there when, among them, the last event that says where the turn stands is a final reply,
+ * an error the agent does not retry, a stop or an abort — or the prompt says `answerFirst`
+ * (the agent recorded everything before it answered). A non-final reply (a tool call) or a
+ * retried error means more is coming; `usage` says nothing of the end.
+ */
+export function turnSpan(
+  events: readonly ReadEvent[],
+  nth = 1,
+): { prompts: number; cut: number | null; ended: boolean } {
+  const prompts = events.flatMap((e, i) => (e.event.kind === "prompt" ? [i] : []));
+  const cut = prompts[nth] ?? null;
+  const seen = Math.min(prompts.length, nth);
+  const at = prompts[nth - 1];
+  if (at === undefined) return { prompts: seen, cut, ended: false };
+  if (answerFirst(events[at])) return { prompts: seen, cut, ended: true };
+  let ended = false;
+  for (const { event } of events.slice(at + 1, cut ?? events.length)) {
+    if (event.kind === "reply") ended = event.final;
+    else if (event.kind === "error") ended = event.retrying !== true;
+    else if (event.kind === "stop" || event.kind === "aborted") ended = true;
+  }
+  return { prompts: seen, cut, ended };
+}
+
+/** Whether the turn's records hold its end (see `turnSpan`). */
+export function turnEnded(events: readonly ReadEvent[], nth = 1): boolean {
+  return turnSpan(events, nth).ended;
+}
+
 /** The retry time an error event carries, as an anchor hit's retry (absent: none). */
 function eventRetry(
   event: Extract<RecordEvent, { kind: "error" }>,

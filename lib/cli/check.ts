@@ -11,6 +11,7 @@ import type { LoadedAnchor } from "../plugin/api.ts";
 import { publishSettings, selectDetectors } from "../publish/settings.ts";
 import { loadRegistry, profileAnchors, profileReaders, type Registry } from "../config/registry.ts";
 import { DEFAULT_SETTLE_MS } from "../cause/session_records.ts";
+import { DEFAULT_WAIT_MS, readersShowEnd } from "../cause/records_wait.ts";
 import { envRecord, type OptionSpec, parseOptions } from "./args.ts";
 import { stdoutSink } from "../io/output.ts";
 import { expandTemplate } from "../io/path_template.ts";
@@ -89,6 +90,10 @@ export function checkReport(registry: Registry, env: Record<string, string | und
     anchors: profileAnchors(registry.anchors, p).map(describeAnchor),
     sessionRecords: p.sessionRecords ?? [],
     recordsSettleMs: p.recordsSettleMs ?? DEFAULT_SETTLE_MS,
+    /** The wait for the turn's end record; null: the readers show no end (the settle window). */
+    recordsWaitMs: readersShowEnd(profileReaders(registry.readers, p))
+      ? p.recordsWaitMs ?? DEFAULT_WAIT_MS
+      : null,
     readers: profileReaders(registry.readers, p).map((r) => ({
       id: r.id,
       origin: r.origin ?? null,
@@ -134,9 +139,13 @@ export function formatCheck(report: ReturnType<typeof checkReport>, verbose = fa
     if (p.logs.length > 0) out.push(`  logs (${p.logFormat}): ${p.logs.join(", ")}`);
     if (p.sessionRecords.length > 0) {
       out.push(
-        `  session records (settle ${p.recordsSettleMs} ms; readers ${
-          p.readers.map((r) => r.id).join(", ") || "none"
-        }): ${p.sessionRecords.join(", ")}`,
+        `  session records (${
+          p.recordsWaitMs !== null
+            ? `end record awaited up to ${p.recordsWaitMs} ms`
+            : `settle ${p.recordsSettleMs} ms`
+        }; readers ${p.readers.map((r) => r.id).join(", ") || "none"}): ${
+          p.sessionRecords.join(", ")
+        }`,
       );
     }
     out.push(`  anchors (${p.anchors.length}):`);

@@ -104,6 +104,9 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       "strict-turns": "answer a turn whose reply was cut off (truncated or refused) with an " +
         "error carrying the partial text, instead of the agent's stopReason",
       "fail-fast": FAIL_FAST,
+      "recover-replies": "send the client a final answer the agent recorded in its session " +
+        "records but never streamed, as the turn's last message before its response " +
+        "(docs/PROXY.md)",
       "max-line-bytes": `longest message inspected, in bytes (default: ${DEFAULT_INSPECT_LIMIT})`,
       grace: "seconds between EOF, SIGTERM and SIGKILL when the client leaves (default: 5)",
       "keep-daemons": KEEP_DAEMONS,

@@ -40,6 +40,7 @@ export const PROXY_OPTIONS = {
   "rewrite-errors": { type: "boolean" },
   "strict-turns": { type: "boolean" },
   "fail-fast": { type: "boolean" },
+  "recover-replies": { type: "boolean" },
   "max-line-bytes": { type: "string" },
   grace: { type: "string" },
   "keep-daemons": { type: "boolean" },
@@ -193,6 +194,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       rewriteErrors: values["rewrite-errors"] === true,
       strictTurns: values["strict-turns"] === true,
       failFast: values["fail-fast"] === true || (profile.failFast ?? registry.failFast),
+      recoverReplies: values["recover-replies"] === true,
       readers: profileReaders(registry.readers, profile),
       verbose: values.verbose === true,
       // Each turn's end: publish, then the journal (its retries, and telemetry) and the

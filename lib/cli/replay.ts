@@ -47,6 +47,8 @@ export interface ReplayOptions {
   config: string | null;
   /** Late writes of the records come this many times as late as recorded. */
   lateFactor?: number;
+  /** The journal the proxy writes (`--journal`); absent: none (`--no-journal`). */
+  journal?: string;
   /** More proxy flags (`--rewrite-errors`, ...). */
   proxyArgs?: readonly string[];
   /** The turnguard to run (default: this one). */
@@ -74,7 +76,7 @@ export async function replayRecording(
       [
         ...self.slice(1),
         "proxy",
-        "--no-journal",
+        ...(opts.journal !== undefined ? ["--journal", opts.journal] : ["--no-journal"]),
         ...(opts.profile !== null ? ["--agent", opts.profile] : []),
         ...(opts.config !== null ? ["--config", opts.config] : []),
         "--outcome-file",

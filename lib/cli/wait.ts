@@ -19,7 +19,14 @@ import { type Owner, type RecordHead, turnKey } from "../journal/records.ts";
 import { readTail } from "../journal/tail.ts";
 import { type ChangeSignal, JournalWatch } from "../journal/watch.ts";
 import { type OwnerState, ownerState } from "../journal/process_identity.ts";
-import { printReport, replyNote, stateLine, turnProgress, waitRow } from "../journal/report.ts";
+import {
+  printReport,
+  replyNote,
+  revisionNote,
+  stateLine,
+  turnProgress,
+  waitRow,
+} from "../journal/report.ts";
 import {
   awaitsOwner,
   emptyState,
@@ -250,6 +257,8 @@ export async function waitCommand(argv: string[]): Promise<number> {
     writeShown(printReport(turn, target ?? turn.name, Date.now()));
     const note = replyNote(turn.outcome);
     if (note) warnLine(`turnguard: ${note}`);
+    const revision = revisionNote(turn);
+    if (revision) warnLine(`turnguard: ${revision}`);
   } else {
     writeShown(stateLine(turn) + "\n");
   }

@@ -132,6 +132,11 @@ export const ProfileSchema = once(() =>
     notices: v.optional(v.array(NoticeSchema())),
     /** How long to wait, after the agent answered, for its last session records (ms). */
     records_settle_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5000))),
+    /**
+     * The longest the turn's response waits for the end record its readers declare
+     * (`endsTurn`, docs/EVIDENCE.md "The turn's end"), in ms.
+     */
+    records_wait_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(60000))),
     /** The publish fallback (`[agent.NAME.publish]`, see docs/PUBLISH.md). */
     publish: v.optional(PublishTableSchema()),
     /** `true`/`false`: `--fail-fast` for this agent, over the file's global `fail_fast`. */
@@ -176,6 +181,8 @@ export interface Profile {
   notices?: RegExp[];
   /** `records_settle_ms` (absent: DEFAULT_SETTLE_MS of lib/cause/session_records.ts). */
   recordsSettleMs?: number;
+  /** `records_wait_ms` (absent: DEFAULT_WAIT_MS of lib/cause/records_wait.ts). */
+  recordsWaitMs?: number;
   /** The `publish` table, when the profile has one. */
   publish?: PublishTable;
   /** The profile's own `fail_fast` (absent: the global one decides). */
@@ -333,6 +340,7 @@ export function mergeConfigs(files: readonly ParsedConfigFile[]): MergedConfig {
         anchors: p.anchors ?? prev?.anchors ?? null,
         sessionRecords: p.session_records ?? prev?.sessionRecords,
         recordsSettleMs: p.records_settle_ms ?? prev?.recordsSettleMs,
+        recordsWaitMs: p.records_wait_ms ?? prev?.recordsWaitMs,
         notices: p.notices ? compileNotices(p.notices) : prev?.notices,
         publish: p.publish ?? prev?.publish,
         failFast: p.fail_fast ?? prev?.failFast,

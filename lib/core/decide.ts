@@ -43,6 +43,12 @@ export interface BeyondWireFacts {
   shortfall?: Cause | null;
   /** The agent's usage counts output for a turn that showed nothing: its answer was dropped. */
   dropped?: Cause | null;
+  /**
+   * The final answer the records hold did not reach the client: the wire carried none of
+   * its text, or only a strict beginning of it (a cut stream the agent then answered
+   * without streaming, an answer that went only to the session file).
+   */
+  unsentReply?: boolean;
 }
 
 /**
@@ -110,6 +116,8 @@ export interface TurnFacts extends BeyondWireFacts {
   replyChars?: number;
   /** What the agent's own notices in the streamed text say (null: none read). */
   notices?: NoticeFacts | null;
+  /** Proxy `--recover-replies`: a recovered reply is delivered to the client. */
+  recoverReplies?: boolean;
 }
 
 /** A stop reason only the agent's records show, and its cause. */
@@ -124,6 +132,11 @@ export interface Decision {
   error: TurnError | null;
   retry: RetryHint | null;
   swallowed: boolean;
+  /**
+   * The records' final answer is a reply the client did not receive: the Outcome carries it
+   * (`reply.recovered`), and with `--recover-replies` the client is sent it.
+   */
+  recovered?: true;
   /** What the facts showed that the status does not say (diagnostics for the Outcome). */
   notes?: string[];
 }
@@ -304,7 +317,13 @@ export function decide(f: TurnFacts): Decision {
   const notes: string[] = [];
   // White space alone is no answer: a failure swallowed behind a lone newline still shows.
   const output = f.outputBlank ? 0 : f.output;
-  const d = decideStatus({ ...f, output, agentError: agentErrorOf(f) }, notes);
+  let d = decideStatus({ ...f, output, agentError: agentErrorOf(f) }, notes);
+  if (!f.recoverReplies && lostReply(f)) {
+    notes.push(
+      "the agent's records hold a final answer the client did not receive: it is reply.recovered (turnguard proxy --recover-replies delivers it)",
+    );
+    d = { ...d, recovered: true };
+  }
   if (f.textCause && d.status === "ok") {
     const { category, anchor } = f.textCause.error;
     notes.push(
@@ -372,6 +391,18 @@ function beyondWire(
   return { cut, stop: { stopReason: "refusal", cause: f.dropped } };
 }
 
+/**
+ * Whether the turn lost its reply: the agent ended it as whole, its records hold a final
+ * answer recorded whole (nothing after it went wrong), and the client did not receive it.
+ * That answer is a recovered reply. Delivered (`--recover-replies`), the turn is `ok`: the
+ * client has the answer. Not delivered, the turn reads as the wire left it (cut short,
+ * empty) and says where the answer is.
+ */
+function lostReply(f: TurnFacts): boolean {
+  return f.stopReason === "end_turn" && f.unsentReply === true && f.records != null &&
+    weighRecords(f.records).final;
+}
+
 /** Characters of the model's reply text (`output` when only that is known). */
 function replyChars(f: TurnFacts): number {
   return f.notices ? f.notices.modelChars : f.replyChars ?? f.output;
@@ -404,6 +435,12 @@ function decideStatus(f: TurnFacts, notes: string[]): Decision {
   // itself say the reply was cut. With reply text: truncated (the text kept, the cause
   // said); with none: failed, since no answer exists.
   if (f.stopReason === "end_turn") {
+    if (f.recoverReplies && lostReply(f)) {
+      notes.push(
+        "the agent's records hold a final answer the client did not receive: recovered, and sent to the client before the prompt's response (--recover-replies)",
+      );
+      return { ...ok("ok"), recovered: true };
+    }
     const { cut, stop } = beyondWire(f, notes);
     if (stop?.stopReason === "refusal") return { ...ok("refused"), swallowed: true };
     if (stop) return truncated(stop.cause);

@@ -130,6 +130,12 @@ export const OutcomeSchema = once(() =>
       text: v.optional(v.string()),
       /** True when `text` holds only the first bytes of the reply (memory stays bounded). */
       capped: v.optional(v.boolean()),
+      /**
+       * The final answer the agent recorded in its session records that the client did not
+       * receive (none of it, or only its beginning), at most its first 64 KiB; absent
+       * otherwise. `turnguard proxy --recover-replies` delivers it (docs/PROXY.md).
+       */
+      recovered: v.optional(v.string()),
     }),
     publish: v.nullable(PublishSchema()),
     /** The agent's own failed attempts observed while the turn ran; absent when none. */

@@ -13,6 +13,7 @@ import {
   type RetrySettled,
   type RetryStarted,
   turnKey,
+  type TurnRevised,
   writerKey,
 } from "./records.ts";
 import type { AgentAttempt, Outcome } from "../core/outcome.ts";
@@ -69,6 +70,11 @@ export interface TurnView extends Owner {
    * when none was. Bounded: a count and the last AGENT_ATTEMPTS_KEPT.
    */
   agentAttempts: AgentAttemptsView | null;
+  /**
+   * The last revision of the ended attempt's Outcome (`turn_revised`: the session records'
+   * end landed late), and the status the turn was first recorded with; absent when none.
+   */
+  revised?: { revision: number; from: Outcome["status"] };
   /**
    * Journal order of the turn's first record: when it happened, across writer processes.
    * Turns are ordered by it, never by their number.
@@ -185,7 +191,11 @@ export function applyRecord(state: JournalState, r: JournalRecord): JournalState
       turn.attempt = Math.max(turn.attempt, r.attempt);
       turn.running = true;
       break;
+    case "turn_revised":
+      reviseTurn(turn, r);
+      break;
     case "turn_ended":
+      delete turn.revised;
       turn.outcome = r.outcome;
       turn.endedAttempt = r.attempt;
       turn.attempt = Math.max(turn.attempt, r.attempt);
@@ -220,6 +230,16 @@ export function withAgentAttempt(
     count: (seen?.count ?? 0) + 1,
     recent: recent.slice(Math.max(0, recent.length - AGENT_ATTEMPTS_KEPT)),
   };
+}
+
+/**
+ * A revision of an attempt's Outcome: it replaces the Outcome of that attempt when that is
+ * the one the turn last ended with (a revision of an earlier attempt is history).
+ */
+function reviseTurn(turn: TurnView, r: TurnRevised): void {
+  if (turn.endedAttempt !== r.attempt || turn.outcome === null) return;
+  turn.revised = { revision: r.revision, from: turn.revised?.from ?? turn.outcome.status };
+  turn.outcome = r.outcome;
 }
 
 /** Folds what a reader read — records and torn records, in journal order — into the state. */

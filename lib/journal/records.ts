@@ -81,6 +81,24 @@ export const TurnEndedSchema = once(() =>
   })
 );
 
+/**
+ * An attempt's Outcome, revised after its end was journaled: the agent's session records
+ * showed the turn's end only after `records_wait_ms` (docs/EVIDENCE.md "The turn's end"),
+ * and read differently from what the client was answered by. `revision` counts from 1; the
+ * last one is the turn's Outcome.
+ */
+export const TurnRevisedSchema = once(() =>
+  v.object({
+    ...commonEntries(),
+    event: v.literal("turn_revised"),
+    attempt: v.number(),
+    revision: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    outcome: OutcomeSchema(),
+    /** The outcome's `reply.text` was cut to its first JOURNAL_REPLY_BYTES bytes. */
+    replyTruncated: v.optional(v.literal(true)),
+  })
+);
+
 /** Retry number `attempt` (of `of`) waits until `nextAt`; written before the failed end. */
 export const RetryScheduledSchema = once(() =>
   v.object({
@@ -142,6 +160,7 @@ export const JournalRecordSchema = once(() =>
     RetryStartedSchema(),
     RetrySettledSchema(),
     AgentAttemptRecordSchema(),
+    TurnRevisedSchema(),
   ])
 );
 /** One journal line (derived from JournalRecordSchema). */
@@ -152,6 +171,8 @@ export type RetryScheduled = v.InferOutput<ReturnType<typeof RetryScheduledSchem
 export type RetryStarted = v.InferOutput<ReturnType<typeof RetryStartedSchema>>;
 /** An `agent_attempt` record (derived from AgentAttemptRecordSchema). */
 export type AgentAttemptRecord = v.InferOutput<ReturnType<typeof AgentAttemptRecordSchema>>;
+/** A `turn_revised` record (derived from TurnRevisedSchema). */
+export type TurnRevised = v.InferOutput<ReturnType<typeof TurnRevisedSchema>>;
 /** A `retry_settled` record (derived from RetrySettledSchema). */
 export type RetrySettled = v.InferOutput<ReturnType<typeof RetrySettledSchema>>;
 

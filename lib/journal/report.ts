@@ -35,6 +35,8 @@ export interface WaitRow {
   reply: string;
   /** The agent's own failed attempts recorded in the turn's latest try; null when none. */
   agentAttempts: AgentAttemptsRow | null;
+  /** The Outcome was revised after the turn ended (see RevisionRow); absent: it was not. */
+  revised?: RevisionRow;
 }
 
 /** The machine form of a turn's agent attempts (`wait --json`, `log --json`). */
@@ -90,6 +92,30 @@ export function turnProgress(turn: TurnView, now: number): string | null {
   const seen = turn.agentAttempts;
   if (seen === null || ending(turn).status !== "running") return null;
   return progressLine(seen.recent[seen.recent.length - 1], now);
+}
+
+/** A revised Outcome in a machine row: the revision's number and the first status. */
+export interface RevisionRow {
+  revision: number;
+  from: Outcome["status"];
+}
+
+/** The revision fields of a row: present only for a turn whose Outcome was revised. */
+function revisionFields(turn: TurnView): { revised?: RevisionRow } {
+  return turn.revised && !turn.running
+    ? { revised: { revision: turn.revised.revision, from: turn.revised.from } }
+    : {};
+}
+
+/**
+ * `turn 3 was revised (revision 1): first recorded ok, now failed` — what `wait` says of a
+ * turn whose Outcome changed after it ended; null for any other turn.
+ */
+export function revisionNote(turn: TurnView): string | null {
+  const r = revisionFields(turn).revised;
+  if (!r || !turn.outcome) return null;
+  return `turn ${turn.turn} was revised (revision ${r.revision}): its session records ` +
+    `landed late; first recorded ${r.from}, now ${turn.outcome.status}`;
 }
 
 /** The error a report gives a turn whose process is gone before the turn ended. */
@@ -201,6 +227,7 @@ export function waitRow(turn: TurnView): WaitRow {
     retry: retryRow(turn),
     reply: end.reply,
     agentAttempts: agentAttemptsRow(turn),
+    ...revisionFields(turn),
   };
 }
 
@@ -216,7 +243,7 @@ export function stateLine(turn: TurnView): string {
     const retry = r?.state === "running" ? ` (retry ${r.attempt} of ${r.of})` : "";
     return `${turn.name}  running: turn ${turn.turn}${retry}`;
   }
-  const status = turn.outcome.status;
+  const status = turn.outcome.status + (turn.revised ? ` (revised from ${turn.revised.from})` : "");
   const waits = turn.retry?.state === "waiting" && !turn.ownerGone &&
     turn.decidedAttempt === turn.endedAttempt;
   return `${turn.name}  ready: turn ${status}${waits ? ", retry waits" : ""}`;
@@ -331,6 +358,8 @@ export interface LogRow {
   error: string | null;
   /** The agent's own failed attempts recorded in the turn's latest try; null when none. */
   agentAttempts: AgentAttemptsRow | null;
+  /** The Outcome was revised after the turn ended; absent: it was not. */
+  revised?: RevisionRow;
 }
 
 /** The row `log --json` prints for a turn. */
@@ -349,6 +378,7 @@ export function logRow(turn: TurnView): LogRow {
     retry: open ? null : retryRow(turn),
     error: end.error?.message ?? null,
     agentAttempts: agentAttemptsRow(turn),
+    ...revisionFields(turn),
   };
 }
 
@@ -364,7 +394,7 @@ export function formatLog(turns: readonly TurnView[], now: number): string {
       row.name,
       row.session,
       `#${row.turn}`,
-      row.status,
+      row.revised ? `${row.status} (revised from ${row.revised.from})` : row.status,
       row.category ?? "-",
       row.durationMs === null ? "-" : formatDuration(row.durationMs),
       row.status === "running"

@@ -229,6 +229,15 @@ export const RecordReaderSchema = once(() =>
     read: fn<(record: unknown, context: PluginContext) => RecordEvent | null | undefined>(
       "read must be a function",
     ),
+    /**
+     * The reader's records show where a turn ends (docs/EVIDENCE.md "The turn's end"):
+     * after the turn's `prompt`, the last of its events is a final `reply`, an `error` that
+     * is not `retrying`, a `stop` or an `aborted` — or the prompt says `answerFirst` (its
+     * records are complete once the agent answered). The proxy then reads the records as
+     * soon as that end is there, waiting for it at most the profile's `records_wait_ms`;
+     * without it, once, after `records_settle_ms`.
+     */
+    endsTurn: v.optional(v.boolean()),
     origin: v.optional(v.string()),
   })
 );

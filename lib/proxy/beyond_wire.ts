@@ -39,6 +39,11 @@ export interface BeyondWire {
   facts: Required<BeyondWireFacts>;
   /** The final answer when it is not all of the streamed text; null: the streamed text. */
   finalText: string | null;
+  /**
+   * The final answer the records hold when the client did not receive it (`unsentReply`);
+   * null otherwise.
+   */
+  unsentText: string | null;
 }
 
 /** Everything the gathering needs. */
@@ -80,6 +85,7 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
     contradiction: null,
     shortfall: null,
     dropped: null,
+    unsentReply: false,
   };
   const text = turnText(turn);
   const whole = wholeText(turn, text);
@@ -107,8 +113,12 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   }
   // A recovered turn whose recorded final answer ends the streamed text: that is the reply.
   if (retried && recordedText && whole && text !== recordedText && text.endsWith(recordedText)) {
-    return { facts, finalText: recordedText };
+    return { facts, finalText: recordedText, unsentText: null };
   }
+  const unsentText = recordedText !== null && whole && unsent(text, recordedText)
+    ? recordedText
+    : null;
+  facts.unsentReply = unsentText !== null;
   // Attempts: delimited by a silent gap before text that begins the attempt again; for a
   // turn known to be broken (cut, or retried by the agent), by its first characters alone.
   broken ||= retried;
@@ -133,5 +143,26 @@ export function gatherBeyondWire(input: BeyondWireInput, diagnostics: string[]):
   if (shortfall) facts.shortfall = contradictionCause(shortfall);
   const dropped = droppedAnswer(input.result, turn.chars, turn.activity);
   if (dropped) facts.dropped = contradictionCause(dropped);
-  return { facts, finalText: attempts ? last : null };
+  return { facts, finalText: attempts ? last : null, unsentText };
+}
+
+/**
+ * Whether the client did not receive the recorded final answer: it got no text (white
+ * space alone), or only a strict beginning of the answer.
+ */
+export function unsent(streamed: string, recorded: string): boolean {
+  const answer = recorded.trimEnd();
+  if (answer === "") return false;
+  if (streamed.trim() === "") return true;
+  return answer.startsWith(streamed) && streamed.length < answer.length;
+}
+
+/**
+ * What the client still lacks of the recovered answer: the rest after the beginning it
+ * received, or all of it.
+ */
+export function recoveredRest(streamed: string, recovered: string): string {
+  return streamed.trim() !== "" && recovered.startsWith(streamed)
+    ? recovered.slice(streamed.length)
+    : recovered;
 }

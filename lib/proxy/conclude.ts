@@ -20,7 +20,8 @@ import type { AgentAttempt, Outcome } from "../core/outcome.ts";
 import { earlyCause, type EndEarly } from "../core/end_early.ts";
 import { attemptsNote, attemptsSummary } from "../cause/agent_attempts.ts";
 import { signalExitCode } from "../agent/signals.ts";
-import { formatDuration, utf8Length } from "../text/text.ts";
+import { capUtf8, formatDuration, utf8Length } from "../text/text.ts";
+import { REPLY_TEXT_BYTES } from "../agent/launch.ts";
 import { errorCause, type ErrorStop, errorStopReason } from "../cause/error_cause.ts";
 import { type JsonObject, stringField } from "../acp/jsonrpc.ts";
 import { annotateError, errorResponse, incompleteResponse, turnguardData } from "./rewrite.ts";
@@ -59,12 +60,14 @@ export interface ConcludeInput {
   scanLogs: () => LogCauseResult;
   /** `--rewrite-errors`: HTTP-status codes become -32603, messages the readable cause. */
   rewriteErrors: boolean;
-  /** The turn's session records, read after the settle window (absent: none named). */
+  /** The turn's session records, as the wait for their end left them (absent: none named). */
   records?: RecordsRead | null;
   /** The profile's session record readers. */
   readers?: readonly LoadedRecordReader[];
   /** `--strict-turns`: an incomplete answer the agent ended as whole becomes an error. */
   strictTurns?: boolean;
+  /** `--recover-replies`: a reply recovered from the records is delivered to the client. */
+  recoverReplies?: boolean;
 }
 
 /** The turn's Outcome and, when turnguard answers instead of the agent, the response. */
@@ -183,6 +186,7 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     ...(records ? { records } : {}),
     replyChars: turn.chars,
     notices: notices?.facts ?? null,
+    recoverReplies: input.recoverReplies === true,
   });
   diagnostics.push(...decision.notes ?? []);
 
@@ -200,13 +204,17 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
     endedAt,
     stopReason,
     exit,
-    reply: beyond?.finalText != null
-      ? { chars: beyond.finalText.length, text: beyond.finalText }
-      : notices && notices.text !== turnText(turn) && turn.keepText === "reply"
-      ? { chars: notices.text.length, text: notices.text }
-      : turn.keepText === "reply"
-      ? { chars: turn.chars, text: turnText(turn) }
-      : { chars: turn.chars },
+    reply: withRecovered(
+      beyond?.finalText != null
+        ? { chars: beyond.finalText.length, text: beyond.finalText }
+        : notices && notices.text !== turnText(turn) && turn.keepText === "reply"
+        ? { chars: notices.text.length, text: notices.text }
+        : turn.keepText === "reply"
+        ? { chars: turn.chars, text: turnText(turn) }
+        : { chars: turn.chars },
+      decision.recovered ? beyond?.unsentText ?? null : null,
+      diagnostics,
+    ),
     publish: null,
     diagnostics,
   }, decision);
@@ -215,6 +223,25 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   if (left) outcome.diagnostics.push(left);
   if (end.kind === "early") outcome.endedEarly = { reason: end.early.reason };
   return { outcome, decision, response: replacement(input, outcome, decision) };
+}
+
+/**
+ * The reply with the final answer recovered from the records (`reply.recovered`), kept to
+ * its first REPLY_TEXT_BYTES like `reply.text`; as it is when there is none.
+ */
+function withRecovered(
+  reply: Outcome["reply"],
+  recovered: string | null,
+  diagnostics: string[],
+): Outcome["reply"] {
+  if (recovered === null) return reply;
+  const kept = capUtf8(recovered, REPLY_TEXT_BYTES);
+  if (kept !== recovered) {
+    diagnostics.push(
+      `reply.recovered keeps the first ${REPLY_TEXT_BYTES} bytes of the ${recovered.length} characters recovered`,
+    );
+  }
+  return { ...reply, recovered: kept };
 }
 
 /**

@@ -1,7 +1,10 @@
 /**
  * Turn finishing in the shell: gathers what a turn's end reads that lives outside the
- * turn (its session records after their settle window, the agent's logs, the profile) and
- * runs the linear turn end (lib/proxy/turn_end.ts); gives the bytes the client is sent.
+ * turn (its session records once their end record is there — or after their settle window,
+ * for readers that show no end — the agent's logs, the profile) and runs the linear turn
+ * end (lib/proxy/turn_end.ts); gives the bytes the client is sent, with a recovered reply
+ * before them (`--recover-replies`). Records whose end lands past the wait are watched on,
+ * and the journal gets the turn's revised Outcome.
  */
 import { errorText } from "../errors.ts";
 import { findLogCause, readTurnLogs } from "../cause/log_cause.ts";
@@ -12,10 +15,34 @@ import {
   readSessionRecords,
   type RecordsRead,
 } from "../cause/session_records.ts";
-import type { ConcludeInput, TurnEnd } from "./conclude.ts";
+import {
+  DEFAULT_WAIT_MS,
+  LATE_POLL_MS,
+  LATE_WATCH_MS,
+  readersShowEnd,
+  type RecordsWaited,
+  turnRecords,
+  waitForEnd,
+} from "../cause/records_wait.ts";
+import { withPluginBudget } from "../plugin/budget.ts";
+import { type ConcludeInput, concludeTurn, type TurnEnd } from "./conclude.ts";
 import type { ProxyState } from "./state.ts";
-import { endTurn, type RetryHold, type TurnEndInput, type TurnEndSteps } from "./turn_end.ts";
-import { streamed, type Turn } from "./turns.ts";
+import {
+  endTurn,
+  type RetryHold,
+  type TurnEndInput,
+  type TurnEndResult,
+  type TurnEndSteps,
+} from "./turn_end.ts";
+import { revisedOutcome } from "./revision.ts";
+import { streamed, type Turn, turnText } from "./turns.ts";
+import { recoveredRest } from "./beyond_wire.ts";
+import { lineEnding } from "../acp/lines.ts";
+
+/** The turn's records as the wait left them, and the place of its prompt among them. */
+type TurnRecordsWaited = RecordsWaited & { nth: number };
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Ends the turns of one proxy. */
 export class TurnFinisher {
@@ -24,6 +51,24 @@ export class TurnFinisher {
     readonly steps: TurnEndSteps,
     readonly retries: RetryHold,
   ) {}
+
+  /**
+   * Per session: how many earlier turns' prompts have not landed in their records yet (a
+   * machine loaded past `records_wait_ms`): they land in a later turn's records, before
+   * its own prompt.
+   */
+  readonly #owed = new Map<string, number>();
+  /**
+   * Sends a line right before the answer of a turn's prompt (the proxy's ClientAnswers
+   * `before`); set once the answers exist.
+   */
+  beforeAnswer: ((turn: Turn, line: Uint8Array) => void) | null = null;
+
+  /** Sessions whose last turn found no record file at all. */
+  readonly #recordless = new Set<string>();
+
+  /** Per session: the latest turn whose end began. */
+  readonly #latest = new Map<string, number>();
 
   /**
    * The turn ended (`line`: the agent's response; null when turnguard answers): the bytes
@@ -37,25 +82,20 @@ export class TurnFinisher {
     now: number,
     fallback: Uint8Array | null = line,
   ): Promise<Uint8Array | null> {
-    // One read budget for everything the turn's end reads of agent-controlled files.
-    const budget = new ReadBudget();
-    const ended = this.#records(turn, end, budget).then(async (records) =>
-      endTurn(
-        {
-          conclude: this.#concludeInput(
-            turn,
-            end,
-            now,
-            records,
-            await this.#logs(turn, end, budget),
-          ),
-          line,
-        },
+    this.#latest.set(turn.sessionId, turn.turn);
+    const ended = this.#records(turn, end).then(async (waited) => {
+      // One read budget for the logs, from the moment the records are in.
+      const logs = await this.#logs(turn, end, new ReadBudget());
+      const result = await endTurn(
+        { conclude: this.#concludeInput(turn, end, now, waited?.read ?? null, logs), line },
         this.steps,
         this.retries,
         this.state.log,
-      )
-    );
+      );
+      if (waited?.ended === false) this.#watchLate(turn, end, now, logs, result, waited.nth);
+      this.#deliverRecovered(turn, result, line);
+      return result;
+    });
     return this.#sent(turn, ended, fallback);
   }
 
@@ -95,22 +135,146 @@ export class TurnFinisher {
   }
 
   /**
-   * The turn's session records (docs/EVIDENCE.md): a turn the agent answered, with a result
-   * or an error, is decided once its records had the settle window to land; the response
-   * waits that long.
+   * The turn's session records (docs/EVIDENCE.md), for a turn the agent answered with a
+   * result or an error: when the profile's readers show where a turn ends (`endsTurn`),
+   * read as soon as that end is there, waiting for it at most `records_wait_ms` (`ended`:
+   * false when it did not come); else once, after the settle window (taken as ended: nothing
+   * is watched later). The response waits that long. Each read has a budget of its own.
    */
-  async #records(turn: Turn, end: TurnEnd, budget: ReadBudget): Promise<RecordsRead | null> {
+  async #records(turn: Turn, end: TurnEnd): Promise<TurnRecordsWaited | null> {
     const taken = turn.records;
     if (!taken || (end.kind !== "result" && end.kind !== "error")) return null;
-    const { profile, fs } = this.state.opts;
-    await new Promise((resolve) =>
-      setTimeout(resolve, profile.recordsSettleMs ?? DEFAULT_SETTLE_MS)
+    const { profile, readers = [] } = this.state.opts;
+    if (!readersShowEnd(readers)) {
+      await sleep(profile.recordsSettleMs ?? DEFAULT_SETTLE_MS);
+      const read = await this.#readRecords(turn);
+      return { read, prompts: 0, ended: true, waitedMs: 0, nth: 1 };
+    }
+    const session = turn.sessionId;
+    // A session whose records were nowhere in its last turn either (a path that does not
+    // match where the agent writes, an agent that writes none) is not waited on for long.
+    const nowhere = this.#recordless.has(session) && taken.snapshot.files.size === 0;
+    const boundMs = nowhere
+      ? profile.recordsSettleMs ?? DEFAULT_SETTLE_MS
+      : profile.recordsWaitMs ?? DEFAULT_WAIT_MS;
+    const nth = 1 + (this.#owed.get(session) ?? 0);
+    const waited = await waitForEnd(
+      this.#waitIo(turn),
+      (read) => turnRecords(read, readers, nth),
+      boundMs,
     );
+    // Prompts that did not land yet may land in the next turn's records, before its own.
+    this.#owed.set(session, nth - waited.prompts);
+    if (waited.read.records.length === 0 && taken.snapshot.files.size === 0) {
+      this.#recordless.add(session);
+    } else this.#recordless.delete(session);
+    if (!waited.ended) {
+      waited.read.diagnostics.push(
+        `the session records did not show the turn's end within ${
+          nowhere
+            ? "records_settle_ms (none were found in the session's last turn either)"
+            : "records_wait_ms"
+        } (${boundMs} ms): decided from what had landed; should the end land later, the ` +
+          `journal gets a revised Outcome`,
+      );
+    }
+    return { ...waited, nth };
+  }
+
+  /**
+   * `--recover-replies`: the final answer the records hold and the client did not receive
+   * goes to the client as the turn's last `agent_message_chunk` (what it still lacks of it),
+   * right before the prompt's response (docs/PROXY.md). Not when a retry holds the response.
+   */
+  #deliverRecovered(turn: Turn, result: TurnEndResult, line: Uint8Array | null): void {
+    const recovered = result.outcome.reply.recovered;
+    if (!this.state.opts.recoverReplies || recovered === undefined || result.send === null) return;
+    const message = {
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: turn.sessionId,
+        update: {
+          sessionUpdate: "agent_message_chunk",
+          content: { type: "text", text: recoveredRest(turnText(turn), recovered) },
+        },
+      },
+    };
+    const ending = line ? lineEnding(line) : "\n";
+    this.beforeAnswer?.(turn, new TextEncoder().encode(JSON.stringify(message) + ending));
+    this.state.log(`session ${turn.sessionId} turn ${turn.turn}: the recovered reply was sent`);
+  }
+
+  /** One read of the turn's records; a failure is a diagnostic. */
+  async #readRecords(turn: Turn): Promise<RecordsRead> {
     try {
-      return await readSessionRecords(taken, turn.startedAt, budget, fs);
+      return await readSessionRecords(
+        turn.records!,
+        turn.startedAt,
+        new ReadBudget(),
+        this.state.opts.fs,
+      );
     } catch (err) {
       return { records: [], diagnostics: [`session records: ${errorText(err)}`] };
     }
+  }
+
+  /** The wait's clock and reads; it stops once the agent is gone (nothing more lands). */
+  #waitIo(turn: Turn) {
+    return {
+      now: this.state.now,
+      sleep,
+      read: () => this.#readRecords(turn),
+      done: () => this.state.agentGone,
+    };
+  }
+
+  /**
+   * The records' end did not come within the bound: they are watched on (at most
+   * LATE_WATCH_MS, and no longer than the agent runs); when the end lands, the turn is
+   * concluded again from them and, when that reads differently, the journal gets the
+   * revised Outcome. The client's answer is long gone; only the record changes.
+   */
+  #watchLate(
+    turn: Turn,
+    end: TurnEnd,
+    endedAt: number,
+    logs: ScanResult | null,
+    first: TurnEndResult,
+    nth: number,
+  ): void {
+    const { readers = [] } = this.state.opts;
+    const session = turn.sessionId;
+    const look = (read: RecordsRead) => turnRecords(read, readers, nth);
+    const watch = waitForEnd(this.#waitIo(turn), look, LATE_WATCH_MS, LATE_POLL_MS)
+      .then((late) => {
+        if (!late.ended) return;
+        // Its prompt landed before the session's next turn began: that turn owes it none.
+        const running = this.state.turns.forSession(session);
+        if (this.#latest.get(session) === turn.turn && (running ?? turn) === turn) {
+          this.#owed.set(session, nth - late.prompts);
+        }
+        // The client's answer is gone: a reply recovered now can no longer be sent.
+        const input = {
+          ...this.#concludeInput(turn, end, endedAt, late.read, logs),
+          recoverReplies: false,
+        };
+        const again = withPluginBudget(() => concludeTurn(input)).outcome;
+        const revised = revisedOutcome(first.outcome, again, late.waitedMs);
+        if (revised === null) return;
+        this.state.log(
+          `session ${turn.sessionId} turn ${turn.turn}: revised to ${revised.status}`,
+        );
+        this.steps.recorder?.revised(
+          { session: turn.sessionId, turn: turn.turn },
+          turn.attempt,
+          1,
+          revised,
+        );
+      })
+      .catch((err) => this.state.guard.failed("the turn's revision", err));
+    this.state.inFlight.add(watch);
+    void watch.finally(() => this.state.inFlight.delete(watch));
   }
 
   /**
@@ -148,6 +312,7 @@ export class TurnFinisher {
       endedAt: now,
       rewriteErrors: opts.rewriteErrors === true,
       strictTurns: opts.strictTurns === true,
+      recoverReplies: opts.recoverReplies === true,
       records,
       readers: opts.readers,
       scanLogs: () =>

@@ -56,6 +56,11 @@ export interface ProxyOptions extends AgentLaunch {
   rewriteErrors?: boolean;
   /** `--strict-turns`: an incomplete answer ended as `end_turn` is answered as an error. */
   strictTurns?: boolean;
+  /**
+   * `--recover-replies`: a final answer the records hold that the client did not receive is
+   * sent as the turn's last `agent_message_chunk` before the prompt's response.
+   */
+  recoverReplies?: boolean;
   /** The profile's session record readers (docs/EVIDENCE.md). */
   readers?: readonly LoadedRecordReader[];
   /**

@@ -180,6 +180,7 @@ class Proxy {
     this.#retries = new RetryQueue(state, toAnswers, steps.recorder ?? null, opts.retryWaits);
     const finisher = new TurnFinisher(state, steps, this.#retries);
     const answers = new ClientAnswers(state, finisher);
+    finisher.beforeAnswer = (turn, line) => answers.before(turn, line);
     this.#silence = new SilenceWatch(state, answers);
     const live = new LiveEvidence(state, steps.recorder ?? null, answers);
     state.turns.follow = (turn) => live.follow(turn);

@@ -174,6 +174,22 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
     this.#write({ ...this.#common(key), event: "agent_attempt", ...attempt });
   }
 
+  /**
+   * An attempt's Outcome was revised after its end was journaled (the session records'
+   * end landed late): the journal gets revision `revision` of it.
+   */
+  revised(key: TurnKey, attempt: number, revision: number, outcome: Outcome): void {
+    const kept = journaledOutcome(outcome);
+    this.#write({
+      ...this.#common(key),
+      event: "turn_revised",
+      attempt,
+      revision,
+      outcome: kept.outcome,
+      ...(kept.truncated ? { replyTruncated: true as const } : {}),
+    });
+  }
+
   /** Retry `attempt` begins to run. */
   retryStarted(key: TurnKey, attempt: number): void {
     this.#write({ ...this.#common(key), event: "retry_started", attempt, of: this.policy.retries });

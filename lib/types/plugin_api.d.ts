@@ -156,6 +156,12 @@ export interface RecordReader {
   /** Agent profiles this reader is for; absent means every profile. */
   agents?: string[];
   read: (record: unknown, context: PluginContext) => RecordEvent | null | undefined;
+  /**
+   * The records show where a turn ends: after the turn's prompt, a final reply, an error
+   * that is not retrying, a stop or an aborted event (or a prompt with `answerFirst`). The
+   * proxy then waits for that end, at most `records_wait_ms`, instead of `records_settle_ms`.
+   */
+  endsTurn?: boolean;
   origin?: string;
 }
 

@@ -45,6 +45,8 @@ function events(): string[] {
         return `retry_settled ${r.attempt}/${r.of} ${r.why}: ${r.reason}`;
       case "agent_attempt":
         return `agent_attempt ${r.n} ${r.category}`;
+      case "turn_revised":
+        return `turn_revised ${r.attempt} ${r.outcome.status}`;
     }
   });
 }

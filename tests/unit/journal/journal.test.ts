@@ -120,7 +120,7 @@ describe("reader: corrupt and torn lines are skipped with a diagnostic, never fa
     expect(read.diagnostics).toEqual([
       `journal ${path}:2: skipped a corrupt line: not JSON (JSON Parse error: Unexpected identifier "not")`,
       `journal ${path}:4: skipped a corrupt line: not a journal record (name: Invalid key: Expected "name" but received undefined)`,
-      `journal ${path}:6: skipped a corrupt line: not a journal record (event: Invalid type: Expected ("turn_started" | "turn_ended" | "retry_scheduled" | "retry_started" | "retry_settled" | "agent_attempt") but received "future_event")`,
+      `journal ${path}:6: skipped a corrupt line: not a journal record (event: Invalid type: Expected ("turn_started" | "turn_ended" | "retry_scheduled" | "retry_started" | "retry_settled" | "agent_attempt" | "turn_revised") but received "future_event")`,
       `journal ${path}:7: skipped a torn record (the record glued behind it at column 51 was kept)`,
     ]);
   });
