@@ -112,7 +112,7 @@ describe("turn_revised", () => {
     expect(revisionNote(turn)).toBe(
       "turn 1 was revised (revision 1): its session records landed late; first recorded ok, now failed",
     );
-    expect(formatLog([turn])).toContain("failed (revised from ok)");
+    expect(formatLog([turn], T0)).toContain("failed (revised from ok)");
   });
 
   test("the recorder journals a revision after the attempt's end", () => {
