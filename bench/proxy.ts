@@ -8,22 +8,25 @@
  *   turns) through the proxy, against a direct connection to the same agent;
  * - memory: peak RSS of the proxy while one 50 MB line passes, by inspection limit.
  *
- * Run: `make build && node_modules/.bin/bun bench/proxy.ts` (add `--quick` for a smoke run).
- * The same file also plays the benchmark's helper processes (`--responder`, `--passthrough`).
+ * Run: `make build && node_modules/.bin/bun bench/proxy.ts` (add `--quick` for a smoke run;
+ * `--throughput [N]` runs only the throughput rounds, N of them, default 7). The same file
+ * also plays the benchmark's helper processes (`--responder`, `--passthrough`).
  */
 import { Buffer } from "node:buffer";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   closeSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
   rmSync,
+  statSync,
   writeSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { machine } from "./machine.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
@@ -34,6 +37,10 @@ const SELF = join(ROOT, "bench/proxy.ts");
 const RESPONDER = [BUN, SELF, "--responder"];
 const PASSTHROUGH = [BUN, SELF, "--passthrough"];
 const QUICK = process.argv.includes("--quick");
+/** `--throughput [N]`: only the throughput rounds (N, default 7), for the goal's ratio. */
+const THROUGHPUT_ONLY = process.argv.indexOf("--throughput");
+/** The Bun-native copy (bench/floor_copy.ts compiled by bench/goals.ts or here). */
+const COPY = join(ROOT, "dist/bench/floor_copy");
 const MB = 1024 * 1024;
 
 /** Seeded PRNG (mulberry32): the same traffic every run. */
@@ -245,6 +252,30 @@ function peakRss(cmd: string[], first: string): Promise<{ peakMiB: number; bytes
 }
 
 const f1 = (x: number) => x.toFixed(1);
+const f2 = (x: number) => x.toFixed(2);
+const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+
+/**
+ * The Bun-native copy (bench/floor_copy.ts), compiled like turnguard (nothing read from
+ * the working directory at start) unless its binary is newer than its source.
+ */
+function copyFloor(): string {
+  const source = join(ROOT, "bench/floor_copy.ts");
+  if (!existsSync(COPY) || statSync(COPY).mtimeMs < statSync(source).mtimeMs) {
+    mkdirSync(dirname(COPY), { recursive: true });
+    const built = spawnSync(BUN, [
+      "build",
+      "--compile",
+      "--no-compile-autoload-dotenv",
+      "--no-compile-autoload-bunfig",
+      source,
+      "--outfile",
+      COPY,
+    ], { stdio: ["ignore", "ignore", "inherit"] });
+    if (built.status !== 0) throw new Error(`could not compile ${source}`);
+  }
+  return COPY;
+}
 const f3 = (x: number) => x.toFixed(3);
 
 async function main(): Promise<void> {
@@ -257,16 +288,42 @@ async function main(): Promise<void> {
   try {
     const traffic = join(dir, "traffic.ndjson");
     const size = writeTraffic(traffic, QUICK ? 20 * MB : 200 * MB);
-    const reps = QUICK ? 1 : 3;
+    const reps = THROUGHPUT_ONLY >= 0
+      ? Number(process.argv[THROUGHPUT_ONLY + 1] ?? "") || 7
+      : QUICK
+      ? 1
+      : 3;
     const agent = streamer(traffic);
-    const runs: Record<string, number[]> = { cat: [], bare: [], turn: [], idle: [] };
+    const copy = copyFloor();
+    const runs: Record<string, number[]> = { cat: [], copy: [], bare: [], turn: [], idle: [] };
+    /** Per round: the copy's MiB/s over the proxy's in a turn (how many times longer). */
+    const ratios: number[] = [];
     for (let i = 0; i < reps; i++) {
-      runs.cat.push((await throughput(sh(`(${agent}) | cat`), PROMPT)).mbps);
-      runs.bare.push((await throughput([...PASSTHROUGH, ...sh(agent)], PROMPT)).mbps);
+      const c = (await throughput([copy, ...sh(agent)], PROMPT)).mbps;
+      runs.copy.push(c);
       const t = await throughput([BIN, "proxy", "--", ...sh(agent)], PROMPT);
       if (t.bytes !== size) throw new Error(`proxy passed ${t.bytes} of ${size} bytes`);
       runs.turn.push(t.mbps);
+      ratios.push(c / t.mbps);
+      if (THROUGHPUT_ONLY >= 0) continue;
+      runs.cat.push((await throughput(sh(`(${agent}) | cat`), PROMPT)).mbps);
+      runs.bare.push((await throughput([...PASSTHROUGH, ...sh(agent)], PROMPT)).mbps);
       runs.idle.push((await throughput([BIN, "proxy", "--", ...sh(agent)], NOT_A_PROMPT)).mbps);
+    }
+    const goal =
+      `proxy in a turn against the Bun-native copy: ${
+        f2(median(ratios))
+      }× longer (median of ${reps} alternating rounds; per round ${
+        ratios.map(f2).join(", ")
+      }); copy ${f1(median(runs.copy))} MiB/s, proxy ${f1(median(runs.turn))} MiB/s (medians); ` +
+      `goal ≤ 1.5×`;
+    if (THROUGHPUT_ONLY >= 0) {
+      process.stdout.write(
+        `Machine: ${machine()}; ${new Date().toISOString()}; load ${loadavg()}; ${
+          f1(size / MB)
+        } MiB of a turn's session/update stream.\n${goal}\n`,
+      );
+      return;
     }
     const cat = median(runs.cat);
 
@@ -332,6 +389,11 @@ async function main(): Promise<void> {
     out.push("|---|---:|---:|");
     out.push(`| agent → cat → reader | ${f1(cat)} | 100 % |`);
     out.push(
+      `| agent → Bun-native copy (floor, reads nothing) → reader | ${f1(median(runs.copy))} | ${
+        f1((100 * median(runs.copy)) / cat)
+      } % |`,
+    );
+    out.push(
       `| agent → bare Bun pass-through (reference, reads nothing) → reader | ${
         f1(median(runs.bare))
       } | ${f1((100 * median(runs.bare)) / cat)} % |`,
@@ -346,6 +408,8 @@ async function main(): Promise<void> {
         f1((100 * median(runs.idle)) / cat)
       } % |`,
     );
+    out.push("");
+    out.push(goal + ".");
     out.push("");
     out.push(`Round trip, ${n} sequential pairs after 200 warm-up (ms):`);
     out.push("");
