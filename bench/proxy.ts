@@ -9,7 +9,8 @@
  * - memory: peak RSS of the proxy while one 50 MB line passes, by inspection limit.
  *
  * Run: `make build && node_modules/.bin/bun bench/proxy.ts` (add `--quick` for a smoke run;
- * `--throughput [N]` runs only the throughput rounds, N of them, default 7). The same file
+ * `--throughput [N]` runs only the throughput rounds, N of them, default 7; `--bin PATH`
+ * measures another build). The same file
  * also plays the benchmark's helper processes (`--responder`, `--passthrough`).
  */
 import { Buffer } from "node:buffer";
@@ -27,10 +28,14 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { bun } from "../lib/io/bun_api.ts";
 import { machine } from "./machine.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
-const BIN = join(ROOT, "dist/turnguard");
+/** `--bin PATH`: another build of turnguard (default: dist/turnguard). */
+const BIN = process.argv.includes("--bin")
+  ? resolve(process.argv[process.argv.indexOf("--bin") + 1])
+  : join(ROOT, "dist/turnguard");
 const BUN = join(ROOT, "node_modules/.bin/bun");
 const SELF = join(ROOT, "bench/proxy.ts");
 /** The benchmark's own helper processes (this file in another role). */
@@ -158,26 +163,32 @@ const sh = (script: string) => ["sh", "-c", script];
 const streamer = (file: string, after = "") =>
   `head -n 1 >/dev/null; cat '${file}'${after ? `; ${after}` : ""}`;
 
-/** Runs a command, writes `first` to its stdin, counts its stdout; returns MB/s (first→last byte). */
-function throughput(cmd: string[], first: string): Promise<{ mbps: number; bytes: number }> {
-  return new Promise((done, fail) => {
-    const child = spawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
-    let bytes = 0;
-    let t0 = 0;
-    let t1 = 0;
-    child.stdout.on("data", (c: Buffer) => {
-      const now = performance.now();
-      if (bytes === 0) t0 = now;
-      bytes += c.length;
-      t1 = now;
-    });
-    child.stdin.write(first);
-    child.once("close", (code) => {
-      child.stdin.destroy();
-      if (code !== 0) return fail(new Error(`${cmd.join(" ")} exited ${code}`));
-      done({ mbps: bytes / MB / ((t1 - t0) / 1000), bytes });
-    });
-  });
+/**
+ * Runs a command, writes `first` to its stdin, counts its stdout; returns MB/s (first →
+ * last byte) and the CPU time it used (user + system, its waited-for children included).
+ */
+async function throughput(
+  cmd: string[],
+  first: string,
+): Promise<{ mbps: number; bytes: number; cpuMs: number }> {
+  const child = bun!.spawn(cmd, { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  child.stdin.write(first);
+  await child.stdin.flush();
+  let bytes = 0;
+  let t0 = 0;
+  let t1 = 0;
+  for await (const c of child.stdout) {
+    const now = performance.now();
+    if (bytes === 0) t0 = now;
+    bytes += c.length;
+    t1 = now;
+  }
+  const code = await child.exited;
+  child.stdin.end();
+  if (code !== 0) throw new Error(`${cmd.join(" ")} exited ${code}`);
+  const usage = child.resourceUsage()!;
+  const cpuMs = (Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1000;
+  return { mbps: bytes / MB / ((t1 - t0) / 1000), bytes, cpuMs };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -298,13 +309,21 @@ async function main(): Promise<void> {
     const runs: Record<string, number[]> = { cat: [], copy: [], bare: [], turn: [], idle: [] };
     /** Per round: the copy's MiB/s over the proxy's in a turn (how many times longer). */
     const ratios: number[] = [];
+    /** Per round: the CPU the proxy spent on the bytes over the copy's (the agent's less). */
+    const cpuRatios: number[] = [];
+    const cpu: Record<string, number[]> = { agent: [], copy: [], turn: [] };
     for (let i = 0; i < reps; i++) {
-      const c = (await throughput([copy, ...sh(agent)], PROMPT)).mbps;
-      runs.copy.push(c);
+      const a = (await throughput(sh(agent), PROMPT)).cpuMs;
+      const c = await throughput([copy, ...sh(agent)], PROMPT);
+      runs.copy.push(c.mbps);
       const t = await throughput([BIN, "proxy", "--", ...sh(agent)], PROMPT);
       if (t.bytes !== size) throw new Error(`proxy passed ${t.bytes} of ${size} bytes`);
       runs.turn.push(t.mbps);
-      ratios.push(c / t.mbps);
+      ratios.push(c.mbps / t.mbps);
+      cpu.agent.push(a);
+      cpu.copy.push(c.cpuMs - a);
+      cpu.turn.push(t.cpuMs - a);
+      cpuRatios.push((t.cpuMs - a) / (c.cpuMs - a));
       if (THROUGHPUT_ONLY >= 0) continue;
       runs.cat.push((await throughput(sh(`(${agent}) | cat`), PROMPT)).mbps);
       runs.bare.push((await throughput([...PASSTHROUGH, ...sh(agent)], PROMPT)).mbps);
@@ -316,7 +335,11 @@ async function main(): Promise<void> {
       }× longer (median of ${reps} alternating rounds; per round ${
         ratios.map(f2).join(", ")
       }); copy ${f1(median(runs.copy))} MiB/s, proxy ${f1(median(runs.turn))} MiB/s (medians); ` +
-      `goal ≤ 1.5×`;
+      `goal ≤ 1.5×. CPU on the bytes (less the agent's ${f1(median(cpu.agent))} ms): copy ${
+        f1(median(cpu.copy))
+      } ms, proxy ${f1(median(cpu.turn))} ms, ${f2(median(cpuRatios))}× (per round ${
+        cpuRatios.map(f2).join(", ")
+      })`;
     if (THROUGHPUT_ONLY >= 0) {
       process.stdout.write(
         `Machine: ${machine()}; ${new Date().toISOString()}; load ${loadavg()}; ${
