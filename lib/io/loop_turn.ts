@@ -9,10 +9,10 @@
  *
  * A yield between reads is not enough when what is done with one read takes long: the
  * runtime hands a reader whatever piled up in its buffer while the reader worked (192 KiB
- * and more), and a flood of short lines (`yes`: 2 bytes a line) costs the proxy about a
- * microsecond a line, so one chunk was 0.2–0.7 s of work without a turn on an idle machine
- * and seconds beside CPU burners; the slower the reader, the more piles up (over 1 MiB in
- * one read was seen: 2 s of work). So a loop that reads lines hands each chunk on in pieces
+ * and more), and a flood of short lines (`yes`: 2 bytes a line) cost the proxy a few
+ * microseconds a line, so one read was 0.4–0.7 s of work without a turn on a loaded
+ * machine and seconds beside CPU burners; the slower the reader, the more piles up (up to
+ * 18 MiB in one read were seen). So a loop that reads lines hands each chunk on in pieces
  * (`pieceEnd`): each sized from what the last piece cost per byte to take about PIECE_MS
  * (at most MAX_PIECE_BYTES, and at most four times the last piece: one cheap piece does not
  * let a whole pile through), cut after a line's end (a line is never split by it), with a
