@@ -8,32 +8,44 @@
  *   turns) through the proxy, against a direct connection to the same agent;
  * - memory: peak RSS of the proxy while one 50 MB line passes, by inspection limit.
  *
- * Run: `make build && node_modules/.bin/bun bench/proxy.ts` (add `--quick` for a smoke run).
- * The same file also plays the benchmark's helper processes (`--responder`, `--passthrough`).
+ * Run: `make build && node_modules/.bin/bun bench/proxy.ts` (add `--quick` for a smoke run;
+ * `--throughput [N]` runs only the throughput rounds, N of them, default 7; `--bin PATH`
+ * measures another build). The same file
+ * also plays the benchmark's helper processes (`--responder`, `--passthrough`).
  */
 import { Buffer } from "node:buffer";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   closeSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
   rmSync,
+  statSync,
   writeSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { bun } from "../lib/io/bun_api.ts";
 import { machine } from "./machine.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..");
-const BIN = join(ROOT, "dist/turnguard");
+/** `--bin PATH`: another build of turnguard (default: dist/turnguard). */
+const BIN = process.argv.includes("--bin")
+  ? resolve(process.argv[process.argv.indexOf("--bin") + 1])
+  : join(ROOT, "dist/turnguard");
 const BUN = join(ROOT, "node_modules/.bin/bun");
 const SELF = join(ROOT, "bench/proxy.ts");
 /** The benchmark's own helper processes (this file in another role). */
 const RESPONDER = [BUN, SELF, "--responder"];
 const PASSTHROUGH = [BUN, SELF, "--passthrough"];
 const QUICK = process.argv.includes("--quick");
+/** `--throughput [N]`: only the throughput rounds (N, default 7), for the goal's ratio. */
+const THROUGHPUT_ONLY = process.argv.indexOf("--throughput");
+/** The Bun-native copy (bench/floor_copy.ts compiled by bench/goals.ts or here). */
+const COPY = join(ROOT, "dist/bench/floor_copy");
 const MB = 1024 * 1024;
 
 /** Seeded PRNG (mulberry32): the same traffic every run. */
@@ -151,26 +163,32 @@ const sh = (script: string) => ["sh", "-c", script];
 const streamer = (file: string, after = "") =>
   `head -n 1 >/dev/null; cat '${file}'${after ? `; ${after}` : ""}`;
 
-/** Runs a command, writes `first` to its stdin, counts its stdout; returns MB/s (first→last byte). */
-function throughput(cmd: string[], first: string): Promise<{ mbps: number; bytes: number }> {
-  return new Promise((done, fail) => {
-    const child = spawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
-    let bytes = 0;
-    let t0 = 0;
-    let t1 = 0;
-    child.stdout.on("data", (c: Buffer) => {
-      const now = performance.now();
-      if (bytes === 0) t0 = now;
-      bytes += c.length;
-      t1 = now;
-    });
-    child.stdin.write(first);
-    child.once("close", (code) => {
-      child.stdin.destroy();
-      if (code !== 0) return fail(new Error(`${cmd.join(" ")} exited ${code}`));
-      done({ mbps: bytes / MB / ((t1 - t0) / 1000), bytes });
-    });
-  });
+/**
+ * Runs a command, writes `first` to its stdin, counts its stdout; returns MB/s (first →
+ * last byte) and the CPU time it used (user + system, its waited-for children included).
+ */
+async function throughput(
+  cmd: string[],
+  first: string,
+): Promise<{ mbps: number; bytes: number; cpuMs: number }> {
+  const child = bun!.spawn(cmd, { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  child.stdin.write(first);
+  await child.stdin.flush();
+  let bytes = 0;
+  let t0 = 0;
+  let t1 = 0;
+  for await (const c of child.stdout) {
+    const now = performance.now();
+    if (bytes === 0) t0 = now;
+    bytes += c.length;
+    t1 = now;
+  }
+  const code = await child.exited;
+  child.stdin.end();
+  if (code !== 0) throw new Error(`${cmd.join(" ")} exited ${code}`);
+  const usage = child.resourceUsage()!;
+  const cpuMs = (Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1000;
+  return { mbps: bytes / MB / ((t1 - t0) / 1000), bytes, cpuMs };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -245,6 +263,30 @@ function peakRss(cmd: string[], first: string): Promise<{ peakMiB: number; bytes
 }
 
 const f1 = (x: number) => x.toFixed(1);
+const f2 = (x: number) => x.toFixed(2);
+const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+
+/**
+ * The Bun-native copy (bench/floor_copy.ts), compiled like turnguard (nothing read from
+ * the working directory at start) unless its binary is newer than its source.
+ */
+function copyFloor(): string {
+  const source = join(ROOT, "bench/floor_copy.ts");
+  if (!existsSync(COPY) || statSync(COPY).mtimeMs < statSync(source).mtimeMs) {
+    mkdirSync(dirname(COPY), { recursive: true });
+    const built = spawnSync(BUN, [
+      "build",
+      "--compile",
+      "--no-compile-autoload-dotenv",
+      "--no-compile-autoload-bunfig",
+      source,
+      "--outfile",
+      COPY,
+    ], { stdio: ["ignore", "ignore", "inherit"] });
+    if (built.status !== 0) throw new Error(`could not compile ${source}`);
+  }
+  return COPY;
+}
 const f3 = (x: number) => x.toFixed(3);
 
 async function main(): Promise<void> {
@@ -257,16 +299,54 @@ async function main(): Promise<void> {
   try {
     const traffic = join(dir, "traffic.ndjson");
     const size = writeTraffic(traffic, QUICK ? 20 * MB : 200 * MB);
-    const reps = QUICK ? 1 : 3;
+    const reps = THROUGHPUT_ONLY >= 0
+      ? Number(process.argv[THROUGHPUT_ONLY + 1] ?? "") || 7
+      : QUICK
+      ? 1
+      : 3;
     const agent = streamer(traffic);
-    const runs: Record<string, number[]> = { cat: [], bare: [], turn: [], idle: [] };
+    const copy = copyFloor();
+    const runs: Record<string, number[]> = { cat: [], copy: [], bare: [], turn: [], idle: [] };
+    /** Per round: the copy's MiB/s over the proxy's in a turn (how many times longer). */
+    const ratios: number[] = [];
+    /** Per round: the CPU the proxy spent on the bytes over the copy's (the agent's less). */
+    const cpuRatios: number[] = [];
+    const cpu: Record<string, number[]> = { agent: [], copy: [], turn: [] };
     for (let i = 0; i < reps; i++) {
-      runs.cat.push((await throughput(sh(`(${agent}) | cat`), PROMPT)).mbps);
-      runs.bare.push((await throughput([...PASSTHROUGH, ...sh(agent)], PROMPT)).mbps);
+      const a = (await throughput(sh(agent), PROMPT)).cpuMs;
+      const c = await throughput([copy, ...sh(agent)], PROMPT);
+      runs.copy.push(c.mbps);
       const t = await throughput([BIN, "proxy", "--", ...sh(agent)], PROMPT);
       if (t.bytes !== size) throw new Error(`proxy passed ${t.bytes} of ${size} bytes`);
       runs.turn.push(t.mbps);
+      ratios.push(c.mbps / t.mbps);
+      cpu.agent.push(a);
+      cpu.copy.push(c.cpuMs - a);
+      cpu.turn.push(t.cpuMs - a);
+      cpuRatios.push((t.cpuMs - a) / (c.cpuMs - a));
+      if (THROUGHPUT_ONLY >= 0) continue;
+      runs.cat.push((await throughput(sh(`(${agent}) | cat`), PROMPT)).mbps);
+      runs.bare.push((await throughput([...PASSTHROUGH, ...sh(agent)], PROMPT)).mbps);
       runs.idle.push((await throughput([BIN, "proxy", "--", ...sh(agent)], NOT_A_PROMPT)).mbps);
+    }
+    const goal =
+      `proxy in a turn against the Bun-native copy: ${
+        f2(median(ratios))
+      }× longer (median of ${reps} alternating rounds; per round ${
+        ratios.map(f2).join(", ")
+      }); copy ${f1(median(runs.copy))} MiB/s, proxy ${f1(median(runs.turn))} MiB/s (medians); ` +
+      `goal ≤ 1.5×. CPU on the bytes (less the agent's ${f1(median(cpu.agent))} ms): copy ${
+        f1(median(cpu.copy))
+      } ms, proxy ${f1(median(cpu.turn))} ms, ${f2(median(cpuRatios))}× (per round ${
+        cpuRatios.map(f2).join(", ")
+      })`;
+    if (THROUGHPUT_ONLY >= 0) {
+      process.stdout.write(
+        `Machine: ${machine()}; ${new Date().toISOString()}; load ${loadavg()}; ${
+          f1(size / MB)
+        } MiB of a turn's session/update stream.\n${goal}\n`,
+      );
+      return;
     }
     const cat = median(runs.cat);
 
@@ -332,6 +412,11 @@ async function main(): Promise<void> {
     out.push("|---|---:|---:|");
     out.push(`| agent → cat → reader | ${f1(cat)} | 100 % |`);
     out.push(
+      `| agent → Bun-native copy (floor, reads nothing) → reader | ${f1(median(runs.copy))} | ${
+        f1((100 * median(runs.copy)) / cat)
+      } % |`,
+    );
+    out.push(
       `| agent → bare Bun pass-through (reference, reads nothing) → reader | ${
         f1(median(runs.bare))
       } | ${f1((100 * median(runs.bare)) / cat)} % |`,
@@ -346,6 +431,8 @@ async function main(): Promise<void> {
         f1((100 * median(runs.idle)) / cat)
       } % |`,
     );
+    out.push("");
+    out.push(goal + ".");
     out.push("");
     out.push(`Round trip, ${n} sequential pairs after 200 warm-up (ms):`);
     out.push("");

@@ -7,7 +7,9 @@
  * stopped (SIGTERM, SIGKILL after LEFTOVER_GRACE_MS: lib/agent/stop.ts), which closes the
  * pipes it held; what it wrote before is still read, for SETTLE_MS (BUSY_SETTLE_MS while
  * a slow reader is still taking it); then the streams are closed. A finish signal
- * (lib/agent/finish.ts) skips the deadline and the grace.
+ * (lib/agent/finish.ts) skips the deadline and the grace, and leaves FINISH_SETTLE_MS for
+ * the last bytes: a flooding agent leaves megabytes in the pipe and the runtime's buffer,
+ * more than turnguard reads in the second it has to end.
  */
 
 /** After the agent exited, how long its output may stay open before its leftovers are stopped. */
@@ -18,6 +20,8 @@ export const LEFTOVER_GRACE_MS = 2000;
 export const SETTLE_MS = 500;
 /** The same while a stream waits on a slow reader: its bytes are still on their way. */
 export const BUSY_SETTLE_MS = 5000;
+/** The same after a finish signal (turnguard is to end within a second). */
+export const FINISH_SETTLE_MS = 200;
 
 /** One output stream of an exited agent, as the drain watches it. */
 export interface DrainSource {
@@ -61,7 +65,8 @@ export async function drainAfterExit(
   for (;;) {
     // A slow reader gets longer, unless turnguard is told to finish now.
     const busy = !finishing && sources.some((s) => s.busy);
-    const left = (busy ? BUSY_SETTLE_MS : SETTLE_MS) - (Date.now() - settleFrom);
+    const settle = finishing ? FINISH_SETTLE_MS : busy ? BUSY_SETTLE_MS : SETTLE_MS;
+    const left = settle - (Date.now() - settleFrom);
     if (left <= 0) break;
     if (await within([end], Math.min(left, 100)) === "ended") return;
   }

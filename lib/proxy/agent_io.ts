@@ -209,8 +209,12 @@ async function startNodeAgent(
 
 // ---------------------------------------------------------------- the Bun-native path
 
-/** A ReadableStream read in a loop, paused by holding the next read back. */
-class StreamSource implements ByteSource, DrainSource {
+/**
+ * A ReadableStream read in a loop, paused by holding the next read back; each chunk is
+ * handed on in pieces of bounded cost, cut after a line's end, so that the event loop turns
+ * while a side floods (lib/io/loop_turn.ts).
+ */
+export class StreamSource implements ByteSource, DrainSource {
   #reader: ReturnType<ReadableStream<Uint8Array>["getReader"]> | null = null;
   #gate: Promise<void> | null = null;
   #open: (() => void) | null = null;
@@ -262,13 +266,26 @@ class StreamSource implements ByteSource, DrainSource {
     const turn = new LoopTurn();
     this.done = (async () => {
       try {
-        while (!this.#stopped) {
+        reading: while (!this.#stopped) {
           if (turn.due()) await turn.yield();
           if (this.#gate) await this.#gate;
           if (this.#stopped) break;
           const { value, done } = await reader.read();
           if (done) break;
-          onData(value);
+          // The chunk in pieces of bounded cost, each cut after a line's end, with the
+          // event loop's turn and the reader's pace kept between them (lib/io/loop_turn.ts).
+          for (let at = 0; at < value.length;) {
+            if (at > 0) {
+              if (turn.due()) await turn.yield();
+              if (this.#gate) await this.#gate;
+              if (this.#stopped) break reading;
+            }
+            const end = turn.pieceEnd(value, at);
+            const t0 = performance.now();
+            onData(at === 0 && end === value.length ? value : value.subarray(at, end));
+            turn.spent(end - at, performance.now() - t0);
+            at = end;
+          }
         }
       } catch {
         // The pipe failed or was cancelled (stop): what was read has been handed on.

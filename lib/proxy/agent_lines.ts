@@ -21,7 +21,7 @@ import {
   TOO_DEEP,
   TOO_LONG,
 } from "./long_lines.ts";
-import { hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
+import { hasBytes, hasBytesIn, type LineReader, PASS, type Verdict } from "./relay.ts";
 import type { ProxyState } from "./state.ts";
 import { refuse } from "./tracking.ts";
 import {
@@ -32,6 +32,8 @@ import {
 } from "./turns.ts";
 
 const ID_KEY = new TextEncoder().encode('"id"');
+/** Lines up to this long are searched for `"id"` byte by byte (`quick`). */
+const SHORT_LINE_BYTES = 256;
 
 /** Reads the agent's lines (a LineReader for the agent → client pump). */
 export class AgentLines implements LineReader {
@@ -58,7 +60,11 @@ export class AgentLines implements LineReader {
    * any other line (inspected as a whole).
    */
   quick(bytes: Uint8Array, start: number, end: number): boolean {
-    return this.#update(bytes, start, end, this.#chunkNow ??= this.#state.now());
+    if (this.#update(bytes, start, end, this.#chunkNow ??= this.#state.now())) return true;
+    // As `line` decides, without a view of the line: with no turn running, a short line
+    // without an `"id"` key passes (a flood of short lines costs no allocation per line).
+    return this.#state.turns.size === 0 && end - start <= SHORT_LINE_BYTES &&
+      !hasBytesIn(bytes, start, end, ID_KEY);
   }
 
   /**

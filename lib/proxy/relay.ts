@@ -32,6 +32,27 @@ export function hasBytes(line: Uint8Array, needle: Uint8Array): boolean {
 }
 
 /**
+ * Whether `needle` occurs in `bytes[start, end)`, looked for byte by byte without making a
+ * view (a view costs an allocation): for short lines, where that is cheaper than a native
+ * search.
+ */
+export function hasBytesIn(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  needle: Uint8Array,
+): boolean {
+  const first = needle[0];
+  const last = end - needle.length;
+  outer: for (let i = start; i <= last; i++) {
+    if (bytes[i] !== first) continue;
+    for (let j = 1; j < needle.length; j++) if (bytes[i + j] !== needle[j]) continue outer;
+    return true;
+  }
+  return false;
+}
+
+/**
  * A source paused while any of its reasons holds: the output it feeds is full, or
  * turnguard's own answers to it (a request refused past the in-flight cap) pile up in the
  * output back to it, because it floods requests and does not read (LineOutput's

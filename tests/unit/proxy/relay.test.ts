@@ -11,6 +11,7 @@ import {
   DROP,
   Guard,
   hasBytes,
+  hasBytesIn,
   type LineReader,
   PASS,
   pump,
@@ -99,4 +100,17 @@ test("hasBytes finds a key anywhere in the line", () => {
   expect(hasBytes(enc('{"id":1}'), enc('"id"'))).toBe(true);
   expect(hasBytes(enc('{"method":"x"}'), enc('"id"'))).toBe(false);
   expect(hasBytes(enc('xx{"id":1}').subarray(2), enc('"id"'))).toBe(true);
+});
+
+test("hasBytesIn looks only inside its range", () => {
+  const line = enc('{"id":1}\n{"x":"id"}');
+  const id = enc('"id"');
+  expect(hasBytesIn(line, 0, 9, id)).toBe(true);
+  expect(hasBytesIn(line, 1, 5, id)).toBe(true);
+  // The key straddles the range's end, or lies before its start.
+  expect(hasBytesIn(line, 0, 4, id)).toBe(false);
+  expect(hasBytesIn(line, 2, 9, id)).toBe(false);
+  expect(hasBytesIn(line, 9, line.length, id)).toBe(true);
+  expect(hasBytesIn(line, 9, line.length - 2, id)).toBe(false);
+  expect(hasBytesIn(enc("y\n"), 0, 2, id)).toBe(false);
 });
