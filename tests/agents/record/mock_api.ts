@@ -168,6 +168,7 @@ async function answer(
   if (!stream) {
     // A whole-body answer fails the way the stream would: cut mid-body (socket closed, or the
     // response ended early), or the mid-stream error as the HTTP error it would have been.
+    // stream_cut_fallback: the agent's non-streaming retry after a cut stream is answered.
     if (behavior.kind === "cut" && behavior.whole === "answered") {
       return sendJson(res, 200, wire.whole({ kind: "ok" }, json));
     }
