@@ -187,6 +187,24 @@ describe("recordings of Claude Code's non-streaming fallback, replayed", () => {
     expect(delivered.received.slice(at + 1)).toEqual(recorded.slice(at));
   });
 
+  test("claude-code-acp's transcript written ten times as late: still delivered", async () => {
+    // The answer lands 12 ms after the prompt's response as recorded; here 120 ms after.
+    const path = join(CORPUS, "claude-code-acp", "stream_cut_fallback.jsonl");
+    const transcript = readTranscript(path);
+    const r = await replayRecording(path, transcript, {
+      profile: "claude",
+      config: null,
+      self: [turnguardBinary()],
+      lateFactor: 10,
+      proxyArgs: ["--recover-replies"],
+    });
+    expect(r.outcomes[0].status).toBe("ok");
+    const text = r.received.map((l) => JSON.parse(l)).filter((m) =>
+      m.params?.update?.sessionUpdate === "agent_message_chunk"
+    ).map((m) => m.params.update.content.text).join("");
+    expect(text).toBe(ANSWER);
+  });
+
   test("claude-agent-acp streams the fallback's rest itself: ok, nothing recovered or added", async () => {
     const { plain, delivered, recorded } = await bothWays("claude-agent-acp");
     for (const r of [plain, delivered]) {
