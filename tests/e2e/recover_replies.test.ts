@@ -144,3 +144,75 @@ describe("recordings of a lost reply, replayed", () => {
     });
   }
 });
+
+/**
+ * Claude Code's non-streaming fallback, recorded with the real agents (corpus scenario
+ * stream_cut_fallback): the stream is cut after "The answer is 4: two plus", Claude Code
+ * retries without streaming, and the whole answer lands in its session file.
+ */
+describe("recordings of Claude Code's non-streaming fallback, replayed", () => {
+  const CORPUS = join(ROOT, "tests", "agents", "corpus");
+  /** The recording replayed through the proxy, without and with --recover-replies. */
+  async function bothWays(agent: string) {
+    const path = join(CORPUS, agent, "stream_cut_fallback.jsonl");
+    const transcript = readTranscript(path);
+    const options = { profile: "claude", config: null, self: [turnguardBinary()] };
+    const plain = await replayRecording(path, transcript, options);
+    const delivered = await replayRecording(path, transcript, {
+      ...options,
+      proxyArgs: ["--recover-replies"],
+    });
+    const recorded = transcript.events.filter((e) => e.dir === "a2c").map((e) => e.line);
+    return { plain, delivered, recorded };
+  }
+
+  test("claude-code-acp drops the fallback's text: recovered, and delivered with the flag", async () => {
+    const { plain, delivered, recorded } = await bothWays("claude-code-acp");
+    expect(plain.outcomes.length).toBe(1);
+    expect(plain.outcomes[0].status).toBe("truncated");
+    expect(plain.outcomes[0].reply.text).toBe("The answer is 4: two plus");
+    expect(plain.outcomes[0].reply.recovered).toBe(ANSWER);
+    expect(plain.received).toEqual(recorded);
+
+    expect(delivered.outcomes[0].status).toBe("ok");
+    expect(delivered.outcomes[0].reply.recovered).toBe(ANSWER);
+    // The rest the client lacks, as one chunk right before the prompt's response.
+    const at = recorded.findIndex((l) => JSON.parse(l).id === 2);
+    expect(delivered.received.length).toBe(recorded.length + 1);
+    expect(delivered.received.slice(0, at)).toEqual(recorded.slice(0, at));
+    expect(JSON.parse(delivered.received[at]).params.update).toEqual({
+      sessionUpdate: "agent_message_chunk",
+      content: { type: "text", text: " two makes four." },
+    });
+    expect(delivered.received.slice(at + 1)).toEqual(recorded.slice(at));
+  });
+
+  test("claude-code-acp's transcript written ten times as late: still delivered", async () => {
+    // The answer lands 12 ms after the prompt's response as recorded; here 120 ms after.
+    const path = join(CORPUS, "claude-code-acp", "stream_cut_fallback.jsonl");
+    const transcript = readTranscript(path);
+    const r = await replayRecording(path, transcript, {
+      profile: "claude",
+      config: null,
+      self: [turnguardBinary()],
+      lateFactor: 10,
+      proxyArgs: ["--recover-replies"],
+    });
+    expect(r.outcomes[0].status).toBe("ok");
+    const text = r.received.map((l) => JSON.parse(l)).filter((m) =>
+      m.params?.update?.sessionUpdate === "agent_message_chunk"
+    ).map((m) => m.params.update.content.text).join("");
+    expect(text).toBe(ANSWER);
+  });
+
+  test("claude-agent-acp streams the fallback's rest itself: ok, nothing recovered or added", async () => {
+    const { plain, delivered, recorded } = await bothWays("claude-agent-acp");
+    for (const r of [plain, delivered]) {
+      expect(r.outcomes.length).toBe(1);
+      expect(r.outcomes[0].status).toBe("ok");
+      expect(r.outcomes[0].reply.text).toBe(ANSWER);
+      expect(r.outcomes[0].reply.recovered).toBeUndefined();
+      expect(r.received).toEqual(recorded);
+    }
+  });
+});

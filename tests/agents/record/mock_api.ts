@@ -168,6 +168,10 @@ async function answer(
   if (!stream) {
     // A whole-body answer fails the way the stream would: cut mid-body (socket closed, or the
     // response ended early), or the mid-stream error as the HTTP error it would have been.
+    // stream_cut_fallback: the agent's non-streaming retry after a cut stream is answered.
+    if (behavior.kind === "cut" && behavior.whole === "answered") {
+      return sendJson(res, 200, wire.whole({ kind: "ok" }, json));
+    }
     if (behavior.kind === "cut" || behavior.kind === "noend") {
       const text = JSON.stringify(wire.whole({ kind: "ok" }, json));
       res.writeHead(200, { "content-type": "application/json" });

@@ -36,8 +36,11 @@ export type Behavior =
   | HttpError
   /** Accept the request and never answer it. */
   | { kind: "hang" }
-  /** Stream part of the answer, then destroy the socket. */
-  | { kind: "cut" }
+  /**
+   * Stream part of the answer, then destroy the socket. `whole: "answered"`: a whole-body
+   * (non-streaming) request gets the whole clean answer instead of a cut body.
+   */
+  | { kind: "cut"; whole?: "answered" }
   /** Stream part of the answer, then end the HTTP response without the terminating event. */
   | { kind: "noend" }
   /** Stream part of the answer and stop at the output-token limit. */
@@ -404,6 +407,15 @@ export const SCENARIOS: Scenario[] = [
     name: "stream_cut",
     about: "the answer's stream is cut by a closed socket",
     behavior: everywhere({ kind: "cut" }),
+  },
+  {
+    // Claude Code falls back to a non-streaming request when a stream fails mid-way (seen in
+    // stream_cut: a `"stream":false` retry of the turn's request after the cut); here that
+    // retry is answered, so the turn's final answer comes from the fallback.
+    name: "stream_cut_fallback",
+    about: "the answer's stream is cut by a closed socket; the agent's non-streaming retry " +
+      "is answered in full",
+    behavior: { anthropic: { kind: "cut", whole: "answered" } },
   },
   {
     name: "stream_no_end",
