@@ -8,6 +8,7 @@
 import * as v from "valibot";
 import { once } from "../once.ts";
 import { type Category, CategorySchema } from "../core/outcome.ts";
+import type { ToolCallState } from "../acp/tool_calls.ts";
 
 /** The id of an anchor, detector or record reader, in plugins and config files alike. */
 export const IdSchema = once(() =>
@@ -118,21 +119,8 @@ export type Anchor = v.InferInput<ReturnType<typeof AnchorSchema>>;
 /** An anchor after validation, with defaults applied. */
 export type LoadedAnchor = v.InferOutput<ReturnType<typeof AnchorSchema>>;
 
-/** A tool call's merged state, joined by toolCallId across tool_call and tool_call_update. */
-export const ToolCallStateSchema = once(() =>
-  v.looseObject({
-    toolCallId: v.string(),
-    title: v.optional(v.nullable(v.string())),
-    kind: v.optional(v.nullable(v.string())),
-    status: v.optional(v.nullable(v.string())),
-    rawInput: v.optional(v.unknown()),
-    rawOutput: v.optional(v.unknown()),
-    content: v.optional(v.unknown()),
-    _meta: v.optional(v.unknown()),
-  })
-);
-/** A tool call's merged state as a detector sees it (see ToolCallStateSchema). */
-export type ToolCallState = v.InferOutput<ReturnType<typeof ToolCallStateSchema>>;
+/** A tool call's merged state (lib/acp/tool_calls.ts: the protocol's shape, re-exported here). */
+export { type ToolCallState, ToolCallStateSchema } from "../acp/tool_calls.ts";
 
 /** What a detector says of a tool call it recognises as a publish. */
 export const DetectionSchema = once(() =>

@@ -5,7 +5,7 @@
  */
 import type { ToolCallState } from "../plugin/api.ts";
 import type { Snapshot } from "../cause/snapshot.ts";
-import { applyToolCallUpdate, ToolCallBudget } from "../publish/tool_calls.ts";
+import { applyToolCallUpdate, ToolCallBudget } from "../acp/tool_calls.ts";
 import { idKey, isObject, type JsonRpcId, parseMessage, stringField } from "../acp/jsonrpc.ts";
 import { bytesAt, peekChunkText, spanHead, spanText, type UpdatePeek } from "../acp/peek.ts";
 import { keptBytes, ReplyText, type TextKeeping } from "./reply_text.ts";

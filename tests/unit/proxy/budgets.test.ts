@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { PendingRequests } from "../../../lib/acp/tracker.ts";
 import { newTurn, Turns } from "../../../lib/proxy/turns.ts";
-import { applyToolCallUpdate, ToolCallBudget } from "../../../lib/publish/tool_calls.ts";
+import { applyToolCallUpdate, ToolCallBudget } from "../../../lib/acp/tool_calls.ts";
 import type { ToolCallState } from "../../../lib/plugin/api.ts";
 
 const snapshot = { patterns: [], files: new Map(), takenAt: 0, diagnostics: [] };

@@ -4,7 +4,7 @@ import { builtinPlugins } from "../../../lib/config/packs.ts";
 import type { LoadedPublishDetector, ToolCallState } from "../../../lib/plugin/api.ts";
 import { findPublish } from "../../../lib/publish/detect.ts";
 import { callVerdict } from "../../../lib/publish/success.ts";
-import { applyToolCallUpdate, mergeToolCall } from "../../../lib/publish/tool_calls.ts";
+import { applyToolCallUpdate, mergeToolCall } from "../../../lib/acp/tool_calls.ts";
 
 const buzz = builtinPlugins().detectors.find((d) => d.id === "buzz")!;
 const call = (fields: Omit<ToolCallState, "toolCallId">, id = "t1"): ToolCallState => ({

@@ -1,11 +1,28 @@
 /**
  * Tool call state joined by `toolCallId`: agents spread one call's title, rawInput, status
  * and result over a `tool_call` and several `tool_call_update`s, so a call is only known
- * once they are merged. Pure; shared by the proxy and the publish engine.
+ * once they are merged. Protocol, not publish: pure, shared by the proxy, the publish engine
+ * and the plugin API (a detector sees a call's merged state).
  */
 import * as v from "valibot";
-import { type ToolCallState, ToolCallStateSchema } from "../plugin/api.ts";
-import { isObject } from "../acp/jsonrpc.ts";
+import { once } from "../once.ts";
+import { isObject } from "./jsonrpc.ts";
+
+/** A tool call's merged state, joined by toolCallId across tool_call and tool_call_update. */
+export const ToolCallStateSchema = once(() =>
+  v.looseObject({
+    toolCallId: v.string(),
+    title: v.optional(v.nullable(v.string())),
+    kind: v.optional(v.nullable(v.string())),
+    status: v.optional(v.nullable(v.string())),
+    rawInput: v.optional(v.unknown()),
+    rawOutput: v.optional(v.unknown()),
+    content: v.optional(v.unknown()),
+    _meta: v.optional(v.unknown()),
+  })
+);
+/** A tool call's merged state as a detector sees it (see ToolCallStateSchema). */
+export type ToolCallState = v.InferOutput<ReturnType<typeof ToolCallStateSchema>>;
 
 /** Fields that ACP types as strings; a value of another type is dropped, as ACP peers do. */
 const STRING_FIELDS = new Set(["title", "kind", "status", "name"]);
