@@ -101,7 +101,9 @@ function ownLines(lines: readonly LogLine[], ctx: AttemptContext): readonly LogL
 /**
  * One attempt from a hit: classified by the profile; the provider's retry time from the
  * evidence (`retryAfterMs`); the wait before the agent's next attempt the one it announced,
- * else that retry time (the words of a rate limit name the wait the agent keeps).
+ * else, but for a quota, that retry time (a rate limit's "try again in 8s" is the wait an
+ * agent keeps; a quota's reset is not: Claude Code retries a limit that resets in a day
+ * after 0.5 s, tests/agents/corpus/claude-agent-acp/quota_daily_retried.jsonl).
  */
 function attempt(
   hit: AnchorHit,
@@ -111,7 +113,8 @@ function attempt(
   announced: Pick<AgentAttempt, "nextInMs" | "agentN"> = {},
 ): Omit<AgentAttempt, "n"> {
   const { category, retry } = classify(hit.cause, hit, ctx.classifier, ctx.now);
-  const nextInMs = announced.nextInMs ?? retry.afterMs ?? undefined;
+  const nextInMs = announced.nextInMs ??
+    (category !== "quota" ? retry.afterMs ?? undefined : undefined);
   return {
     at: new Date(ctx.now).toISOString(),
     cause: capUtf8(hit.cause, MAX_CAUSE_BYTES),
