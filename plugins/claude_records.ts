@@ -35,7 +35,9 @@ function retriedCause(record: Record<string, unknown>): { cause: string; code?: 
   const error = obj(record.error);
   const status = typeof error?.status === "number" ? error.status : undefined;
   const body = obj(obj(error?.error)?.error) ?? obj(error?.error);
-  const words = str(body?.message) ?? str(error?.message) ?? "API error";
+  // `formatted` (Claude Code 2.1): the status and the provider's message, without its JSON.
+  const formatted = str(error?.formatted)?.replace(/^\d{3}\s+/, "");
+  const words = str(body?.message) ?? formatted ?? str(error?.message) ?? "API error";
   const attempt = typeof record.retryAttempt === "number" ? record.retryAttempt : null;
   const of = typeof record.maxRetries === "number" ? record.maxRetries : null;
   const tries = attempt !== null ? ` (retry ${attempt}${of !== null ? ` of ${of}` : ""})` : "";

@@ -26,6 +26,8 @@ export interface PlayerIo {
   /** Resolves true when the next client line arrived, false when stdin closed first. */
   nextClientLine(): Promise<boolean>;
   stdinClosed(): Promise<void>;
+  /** Whether stdin has closed. */
+  isClosed(): boolean;
   writeOut(line: string): Promise<void>;
   writeErr(line: string): void;
   sleep(ms: number): Promise<void>;
@@ -40,7 +42,17 @@ export interface PlayerOptions {
   lateFactor?: number;
   /** The longest a late write is held after the ACP line before it. */
   maxDelayMs?: number;
+  /**
+   * Play at recorded times (`replay --fail-fast`): each agent line, stderr line and file
+   * write comes as long after the client line before it as in the recording, so a turn the
+   * agent spent retrying lasts as long and its records grow as they did (the proxy's live
+   * evidence sees them). Once stdin closes, the rest goes at once.
+   */
+  recordedTimes?: boolean;
 }
+
+/** How often a wait at recorded times looks whether stdin closed. */
+const PACE_STEP_MS = 100;
 
 /** The default cap of a late write's delay: past every built-in wait for records. */
 export const DEFAULT_MAX_DELAY_MS = 600;
@@ -89,10 +101,20 @@ export async function playAgentSide(
   const prompts = new Set<unknown>();
   /** The agent answered a prompt and no new one came: its writes keep their delays. */
   let answered = false;
+  /** The recorded time of the last client line, and when it arrived. */
+  let client = { t: 0, at: io.now() };
   for (const e of events) {
+    if (opts.recordedTimes && e.dir !== "c2a" && e.dir !== "meta") {
+      for (
+        let due = e.t - client.t - (io.now() - client.at);
+        due > 0 && !io.isClosed();
+        due = e.t - client.t - (io.now() - client.at)
+      ) await io.sleep(Math.min(due, PACE_STEP_MS));
+    }
     if (e.dir === "c2a") {
       if (!(await io.nextClientLine())) break;
       mark(e.t);
+      client = { t: e.t, at: io.now() };
       const m = message(e.line);
       if (m.method === "session/prompt") prompts.add(m.id), answered = false;
     } else if (e.dir === "a2c") {
@@ -107,7 +129,7 @@ export async function playAgentSide(
       mark(e.t);
       answered = false; // no turn is left to read what comes now: no delay
     } else if (e.dir === "file" && opts.home !== null) {
-      if (paced && answered) {
+      if (paced && answered && !opts.recordedTimes) {
         const due = Math.min((e.t - wire.t) * factor, cap) - (io.now() - wire.at);
         if (due > 0) await io.sleep(due);
       }
@@ -148,6 +170,7 @@ export function processPlayerIo(): PlayerIo {
         const check = () => (closed ? r() : (wake = check));
         check();
       }),
+    isClosed: () => closed,
     // The recorded agent's own lines, passed through unchanged (they are the agent's).
     writeOut: (line) => stdoutSink.passThrough.write(`${line}\n`),
     writeErr: (line) => void stderrSink.passThrough.write(`${line}\n`),
