@@ -43,10 +43,11 @@ export interface PlayerOptions {
   /** The longest a late write is held after the ACP line before it. */
   maxDelayMs?: number;
   /**
-   * Play at recorded times (`replay --fail-fast`): each agent line, stderr line and file
-   * write comes as long after the client line before it as in the recording, so a turn the
-   * agent spent retrying lasts as long and its records grow as they did (the proxy's live
-   * evidence sees them). Once stdin closes, the rest goes at once.
+   * Play turns at recorded times (`replay --fail-fast`): while a prompt is unanswered, each
+   * agent line, stderr line and file write comes as long after the client line before it
+   * as in the recording, so a turn the agent spent retrying lasts as long and its records
+   * grow as they did (the proxy's live evidence sees them); the rest (an agent's slow
+   * start) goes at once. Once stdin closes, everything left goes at once.
    */
   recordedTimes?: boolean;
 }
@@ -101,10 +102,12 @@ export async function playAgentSide(
   const prompts = new Set<unknown>();
   /** The agent answered a prompt and no new one came: its writes keep their delays. */
   let answered = false;
+  /** The prompts not answered yet: only their turns are played at recorded times. */
+  const open = new Set<unknown>();
   /** The recorded time of the last client line, and when it arrived. */
   let client = { t: 0, at: io.now() };
   for (const e of events) {
-    if (opts.recordedTimes && e.dir !== "c2a" && e.dir !== "meta") {
+    if (opts.recordedTimes && open.size > 0 && e.dir !== "c2a" && e.dir !== "meta") {
       for (
         let due = e.t - client.t - (io.now() - client.at);
         due > 0 && !io.isClosed();
@@ -116,12 +119,12 @@ export async function playAgentSide(
       mark(e.t);
       client = { t: e.t, at: io.now() };
       const m = message(e.line);
-      if (m.method === "session/prompt") prompts.add(m.id), answered = false;
+      if (m.method === "session/prompt") prompts.add(m.id), open.add(m.id), answered = false;
     } else if (e.dir === "a2c") {
       await io.writeOut(e.line);
       mark(e.t);
       const m = message(e.line);
-      if (m.method === undefined && prompts.has(m.id)) answered = true;
+      if (m.method === undefined && prompts.has(m.id)) answered = true, open.delete(m.id);
     } else if (e.dir === "stderr") {
       io.writeErr(e.line);
     } else if (e.dir === "meta" && e.line === STDIN_CLOSED && paced) {
