@@ -5,6 +5,9 @@
  * and prints each turn's Outcome and why. A plugin author iterates on a profile or a reader
  * without the agent; a user attaches a recording to a bug report.
  *
+ * `turnguard replay --fail-fast FILE` shows what `proxy --fail-fast` would have done: turns
+ * are played at recorded times (`ReplayOptions.recordedTimes`).
+ *
  * `turnguard replay --agent-side FILE` is that agent (what the proxy runs).
  */
 import { spawn } from "node:child_process";

@@ -6,7 +6,9 @@
  * client cancelled after 60 s. The recorded agent side is played behind a real `turnguard
  * proxy --fail-fast`; the client sends the recorded lines but never cancels, as a client
  * that waits on the agent. turnguard answers it with the quota its evidence shows, and its
- * `session/cancel` is what lets the recorded agent finish.
+ * `session/cancel` is what lets the recorded agent finish. Claude Code's recordings (no
+ * client cancel) are played at recorded times (`--recorded-times`): its retried spend limit
+ * is cut in seconds, its retried rate limit, overload and 500 never.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
