@@ -2,10 +2,12 @@
  * `turnguard replay --fail-fast FILE`, through dist/turnguard: what `--fail-fast` would have
  * done to a recorded turn. Claude Code retried a spent monthly limit for 185 s in its
  * recording (tests/agents/corpus/claude-agent-acp/quota_daily_retried.jsonl); replayed at
- * recorded times behind `proxy --fail-fast`, the turn ends early, in seconds. opencode's
- * recorded client cancelled its quota turn after 60 s: the replay holds that cancel while
- * the prompt is unanswered, so turnguard's live evidence ends the turn first. A retried 500
- * is never ended early; without the flag nothing is.
+ * recorded times behind `proxy --fail-fast`, the turn ends early, in seconds (the replay
+ * closes once nothing asked is unanswered: the agent's own late answer, which the proxy
+ * drops, is not waited for). opencode's recorded client cancelled its quota turn after
+ * 60 s; its first error line came 21 s into the turn, and at recorded times turnguard's
+ * live evidence ends the turn there. A retried 500 is never ended early; without the flag
+ * nothing is.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
@@ -40,7 +42,7 @@ describe("turnguard replay --fail-fast", () => {
     ]);
   });
 
-  test("opencode's quota: the recorded cancel is held, the live evidence ends the turn first", async () => {
+  test("opencode's quota: played at recorded times, the live evidence ends it before the recorded cancel", async () => {
     const path = join(CORPUS, "opencode", "quota_daily.jsonl");
     const r = await replay(["--fail-fast", path]);
     expect(r.code).toBe(0);
