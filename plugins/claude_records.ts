@@ -12,7 +12,11 @@
  *   "API Error: 529 {...}"}]}}`: the error the turn ended on (cli.js `CY(...)`, kinds as
  *   SDKAssistantMessageError; "max_output_tokens" is the output token limit);
  * - `{type:"system", subtype:"api_error", error, retryInMs, retryAttempt, maxRetries}`: an
- *   API error Claude Code retries (cli.js `nE7`).
+ *   API error Claude Code retries (cli.js `nE7`): `retryInMs` is the wait it announces before
+ *   its next attempt (its own backoff, not the provider's reset: in the corpus's
+ *   quota_daily_retried the next request follows each record by `retryInMs`, 0.5 s growing
+ *   to 40 s, while the quota's words name a reset a day away) and `retryAttempt` its number
+ *   for the attempt, 1 to `maxRetries`.
  */
 import {
   type Category,
@@ -31,7 +35,9 @@ function retriedCause(record: Record<string, unknown>): { cause: string; code?: 
   const error = obj(record.error);
   const status = typeof error?.status === "number" ? error.status : undefined;
   const body = obj(obj(error?.error)?.error) ?? obj(error?.error);
-  const words = str(body?.message) ?? str(error?.message) ?? "API error";
+  // `formatted` (Claude Code 2.1): the status and the provider's message, without its JSON.
+  const formatted = str(error?.formatted)?.replace(/^\d{3}\s+/, "");
+  const words = str(body?.message) ?? formatted ?? str(error?.message) ?? "API error";
   const attempt = typeof record.retryAttempt === "number" ? record.retryAttempt : null;
   const of = typeof record.maxRetries === "number" ? record.maxRetries : null;
   const tries = attempt !== null ? ` (retry ${attempt}${of !== null ? ` of ${of}` : ""})` : "";
@@ -57,7 +63,19 @@ export function readClaudeRecord(value: unknown): RecordEvent | null {
     }
     case "system": {
       if (record.subtype !== "api_error") return null;
-      return { kind: "error", retrying: true, ...retriedCause(record) };
+      const next = record.retryInMs;
+      const attempt = record.retryAttempt;
+      return {
+        kind: "error",
+        retrying: true,
+        ...retriedCause(record),
+        ...(typeof next === "number" && Number.isFinite(next) && next >= 0
+          ? { nextAttemptInMs: next }
+          : {}),
+        ...(typeof attempt === "number" && Number.isInteger(attempt) && attempt >= 1
+          ? { attempt }
+          : {}),
+      };
     }
     case "assistant": {
       if (record.isSidechain === true) return null;

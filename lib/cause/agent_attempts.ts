@@ -62,7 +62,7 @@ export function attemptsIn(
     }
     for (const e of readRecordEvents(evidence.records, ctx.readers, diagnostics)) {
       if (e.event.kind !== "error") continue;
-      const { cause, category, code, retryAfterMs, retryAt } = e.event;
+      const { cause, category, code, retryAfterMs, retryAt, nextAttemptInMs, attempt: n } = e.event;
       const retry = retryAfterMs !== undefined || retryAt !== undefined
         ? {
           ...(retryAfterMs !== undefined ? { afterMs: retryAfterMs } : {}),
@@ -70,7 +70,11 @@ export function attemptsIn(
         }
         : undefined;
       const hit: AnchorHit = { cause, category, code, ...(retry ? { retry } : {}) };
-      found.push(attempt(hit, code ?? null, { kind: "records", path: e.path }, ctx));
+      const announced = {
+        ...(nextAttemptInMs !== undefined ? { nextInMs: nextAttemptInMs } : {}),
+        ...(n !== undefined ? { agentN: n } : {}),
+      };
+      found.push(attempt(hit, code ?? null, { kind: "records", path: e.path }, ctx, announced));
     }
     return found.map((a, i) => ({ n: ctx.seen + i + 1, ...a }));
   });
@@ -94,21 +98,32 @@ function ownLines(lines: readonly LogLine[], ctx: AttemptContext): readonly LogL
   return attributeLines(lines, ctx.pid).lines;
 }
 
-/** One attempt from a hit: classified by the profile, its wait from the evidence's words. */
+/**
+ * One attempt from a hit: classified by the profile; the provider's retry time from the
+ * evidence (`retryAfterMs`); the wait before the agent's next attempt the one it announced,
+ * else, but for a quota, that retry time (a rate limit's "try again in 8s" is the wait an
+ * agent keeps; a quota's reset is not: Claude Code retries a limit that resets in a day
+ * after 0.5 s, tests/agents/corpus/claude-agent-acp/quota_daily_retried.jsonl).
+ */
 function attempt(
   hit: AnchorHit,
   code: number | string | null,
   source: AgentAttempt["source"],
   ctx: AttemptContext,
+  announced: Pick<AgentAttempt, "nextInMs" | "agentN"> = {},
 ): Omit<AgentAttempt, "n"> {
   const { category, retry } = classify(hit.cause, hit, ctx.classifier, ctx.now);
+  const nextInMs = announced.nextInMs ??
+    (category !== "quota" ? retry.afterMs ?? undefined : undefined);
   return {
     at: new Date(ctx.now).toISOString(),
     cause: capUtf8(hit.cause, MAX_CAUSE_BYTES),
     category,
     ...(code !== null ? { code } : {}),
     retryable: retry.retryable,
-    ...(retry.afterMs !== null ? { nextInMs: retry.afterMs } : {}),
+    ...(nextInMs !== undefined ? { nextInMs } : {}),
+    ...(announced.agentN !== undefined ? { agentN: announced.agentN } : {}),
+    ...(retry.afterMs !== null ? { retryAfterMs: retry.afterMs } : {}),
     source,
   };
 }

@@ -216,6 +216,10 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       late: "the agent's late record writes come N times as late as recorded (default: 1)",
       verbose: "print each turn's diagnostics (why)",
       "agent-side": "play the recording's agent side on stdio (what the proxy runs)",
+      "fail-fast": "replay at recorded times behind `proxy --fail-fast`: shows whether it " +
+        "would have ended a turn the agent kept retrying, and when",
+      "recorded-times": "with --agent-side: play each agent line and file write as long " +
+        "after the client line before it as recorded",
     },
     exit: "0 the recording was replayed; 2 usage, config or recording error",
     examples: [{

@@ -42,7 +42,7 @@ Usage:
   turnguard scan     [--agent NAME] [--kind K] [--json] FILE...|-
   turnguard explain  [--agent NAME] [--kind K] [--json] TEXT|-
   turnguard check    [--config PATH] [--json] [--verbose]
-  turnguard replay   [--config PATH] [--agent NAME] [--json] [--verbose] FILE
+  turnguard replay   [--config PATH] [--agent NAME] [--json] [--verbose] [--fail-fast] FILE
   turnguard schema   the Outcome's JSON Schema
   turnguard types    the plugin API's TypeScript declarations
   turnguard completions bash|zsh|fish

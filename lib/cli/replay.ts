@@ -5,6 +5,9 @@
  * and prints each turn's Outcome and why. A plugin author iterates on a profile or a reader
  * without the agent; a user attaches a recording to a bug report.
  *
+ * `turnguard replay --fail-fast FILE` shows what `proxy --fail-fast` would have done: turns
+ * are played at recorded times (`ReplayOptions.recordedTimes`).
+ *
  * `turnguard replay --agent-side FILE` is that agent (what the proxy runs).
  */
 import { spawn } from "node:child_process";
@@ -29,6 +32,8 @@ export const REPLAY_OPTIONS = {
   late: { type: "string" },
   verbose: { type: "boolean", short: "v" },
   "agent-side": { type: "boolean" },
+  "fail-fast": { type: "boolean" },
+  "recorded-times": { type: "boolean" },
 } satisfies OptionSpec;
 
 /** What one replay left: the client's received lines, the Outcomes, the proxy's stderr. */
@@ -53,6 +58,44 @@ export interface ReplayOptions {
   proxyArgs?: readonly string[];
   /** The turnguard to run (default: this one). */
   self?: readonly string[];
+  /**
+   * Play at recorded times (`--fail-fast`): the agent side keeps the recording's pace, and a
+   * client line that follows an unanswered request waits for its recorded time (see
+   * `clientLineDue`), so the proxy's live evidence sees the turn as it ran.
+   */
+  recordedTimes?: boolean;
+}
+
+/**
+ * Whether the driver sends the next recorded client line now. Unpaced: once the agent lines
+ * recorded before it arrived. At recorded times: when nothing the client asked is
+ * unanswered, at once (the proxy may have answered a prompt early, `--fail-fast`, and
+ * dropped the agent's late answer: no count of lines would come); else once those agent
+ * lines arrived and as long after the previous client line as recorded (a client that
+ * cancelled a turn after a minute does so after a minute here too).
+ */
+export function clientLineDue(s: {
+  recordedTimes: boolean;
+  received: number;
+  expected: number;
+  pending: number;
+  elapsedMs: number;
+  recordedGapMs: number;
+}): boolean {
+  if (!s.recordedTimes) return s.received >= s.expected;
+  if (s.pending === 0) return true;
+  return s.received >= s.expected && s.elapsedMs >= s.recordedGapMs;
+}
+
+/** A JSON-RPC line's id and whether it is a request (has a method), when it is one. */
+function rpcOf(line: string): { id: unknown; request: boolean } | null {
+  try {
+    const m = JSON.parse(line);
+    if (typeof m !== "object" || m === null || m.id === undefined || m.id === null) return null;
+    return { id: m.id, request: typeof m.method === "string" };
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -86,6 +129,7 @@ export async function replayRecording(
         ...self,
         "replay",
         "--agent-side",
+        ...(opts.recordedTimes ? ["--recorded-times"] : []),
         ...late,
         resolve(path),
       ],
@@ -102,6 +146,8 @@ export async function replayRecording(
       },
     );
     const received: string[] = [];
+    /** The ids of the client's requests not answered yet. */
+    const pending = new Set<string>();
     let stderr = "";
     let buf = "";
     let wake: (() => void) | null = null;
@@ -112,7 +158,10 @@ export async function replayRecording(
       buf += out.decode(c, { stream: true });
       let nl;
       while ((nl = buf.indexOf("\n")) >= 0) {
-        received.push(buf.slice(0, nl));
+        const line = buf.slice(0, nl);
+        received.push(line);
+        const rpc = rpcOf(line);
+        if (rpc && !rpc.request) pending.delete(JSON.stringify(rpc.id));
         buf = buf.slice(nl + 1);
       }
       wake?.();
@@ -125,21 +174,47 @@ export async function replayRecording(
       gone = true;
       wake?.();
     });
-    const receivedAtLeast = (n: number) =>
+    let last = { t: 0, at: Date.now() };
+    /** Waits until the client line recorded at `t` is due (`clientLineDue`). */
+    const due = (expected: number, t: number) =>
       new Promise<void>((r) => {
-        const check = () => (received.length >= n || gone ? r() : (wake = check));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const check = () => {
+          clearTimeout(timer);
+          const state = {
+            recordedTimes: opts.recordedTimes === true,
+            received: received.length,
+            expected,
+            pending: pending.size,
+            elapsedMs: Date.now() - last.at,
+            recordedGapMs: t - last.t,
+          };
+          if (gone || clientLineDue(state)) return r();
+          wake = check;
+          // At recorded times the gap runs out with no line arriving: look again then.
+          if (state.recordedTimes) {
+            timer = setTimeout(check, Math.max(10, state.recordedGapMs - state.elapsedMs));
+          }
+        };
         check();
       });
     let expectA2c = 0;
+    let closedAt: number | null = null;
     for (const e of transcript.events) {
       // What the agent sent after the client closed its stdin comes after the close here too.
-      if (e.dir === "meta" && e.line === STDIN_CLOSED) break;
+      if (e.dir === "meta" && e.line === STDIN_CLOSED) {
+        closedAt = e.t;
+        break;
+      }
       if (e.dir === "a2c") expectA2c++;
       if (e.dir !== "c2a") continue;
-      await receivedAtLeast(expectA2c);
+      await due(expectA2c, e.t);
+      const rpc = rpcOf(e.line);
+      if (rpc?.request) pending.add(JSON.stringify(rpc.id));
+      last = { t: e.t, at: Date.now() };
       child.stdin!.write(`${e.line}\n`);
     }
-    await receivedAtLeast(expectA2c);
+    await due(expectA2c, closedAt ?? last.t);
     child.stdin!.end();
     const code = await closed;
     let text = "";
@@ -170,6 +245,7 @@ export function formatOutcome(o: Outcome, verbose: boolean): string {
       o.stopReason ?? "-"
     }, reply ${o.reply.chars} chars`,
   ];
+  if (o.endedEarly) lines.push(`  ended early: ${o.endedEarly.reason}`);
   if (verbose) { for (const d of o.diagnostics) lines.push(`  why: ${d}`); }
   return lines.join("\n");
 }
@@ -195,7 +271,11 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const transcript = readTranscript(path);
   if (values["agent-side"]) {
     const home = process.env.TURNGUARD_REPLAY_HOME ?? null;
-    await playAgentSide(transcript, processPlayerIo(), { home, lateFactor: late });
+    await playAgentSide(transcript, processPlayerIo(), {
+      home,
+      lateFactor: late,
+      recordedTimes: values["recorded-times"] === true,
+    });
     return 0;
   }
   const env = envRecord();
@@ -220,6 +300,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     profile: known ? profile.name : null,
     config: userConfigPath(values.config, env, cwd),
     lateFactor: late,
+    ...(values["fail-fast"] ? { proxyArgs: ["--fail-fast"], recordedTimes: true } : {}),
   });
   if (values.json) { for (const o of r.outcomes) void stdoutSink.json(o); }
   else if (r.outcomes.length === 0) void stdoutSink.line("no turn ended");

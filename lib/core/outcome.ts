@@ -100,8 +100,18 @@ export const AgentAttemptSchema = once(() =>
     code: v.optional(v.union([v.number(), v.string()])),
     /** Whether retrying this cause can succeed (the vocabulary's verdict for the category). */
     retryable: v.boolean(),
-    /** The wait the agent announced before its next attempt, in milliseconds, when it said. */
+    /**
+     * The wait before the agent's next attempt, in milliseconds: the one it announced (Claude
+     * Code's `retryInMs`), else the one the evidence's words name.
+     */
     nextInMs: v.optional(v.pipe(v.number(), v.minValue(0))),
+    /** The agent's own number for the attempt (Claude Code's `retryAttempt`), when it gave one. */
+    agentN: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    /**
+     * When the provider said a retry may work (a spent quota's reset), in milliseconds from
+     * the attempt: 0 when that time had already come and the attempt still failed.
+     */
+    retryAfterMs: v.optional(v.pipe(v.number(), v.minValue(0))),
     /** Where it was seen: the agent's `log` or its session `records`, and the file. */
     source: v.object({ kind: v.picklist(["log", "records"]), path: v.string() }),
   })

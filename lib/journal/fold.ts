@@ -223,6 +223,8 @@ export function withAgentAttempt(
     ...(r.code === undefined ? {} : { code: r.code }),
     retryable: r.retryable,
     ...(r.nextInMs === undefined ? {} : { nextInMs: r.nextInMs }),
+    ...(r.agentN === undefined ? {} : { agentN: r.agentN }),
+    ...(r.retryAfterMs === undefined ? {} : { retryAfterMs: r.retryAfterMs }),
     source: r.source,
   };
   const recent = [...(seen?.recent ?? []), attempt];

@@ -40,6 +40,10 @@ const badEventAfterMs = (issue: v.BaseIssue<unknown>) =>
   `retryAfterMs must be a finite number of milliseconds >= 0, not ${issue.received}`;
 const badEventAt = (issue: v.BaseIssue<unknown>) =>
   `retryAt must be an ISO 8601 timestamp, not ${issue.received}`;
+const badNextAttempt = (issue: v.BaseIssue<unknown>) =>
+  `nextAttemptInMs must be a finite number of milliseconds >= 0, not ${issue.received}`;
+const badAttempt = (issue: v.BaseIssue<unknown>) =>
+  `attempt must be an integer >= 1, not ${issue.received}`;
 
 /**
  * What an anchor reports when it matches: the readable cause and what is known of it. The
@@ -157,6 +161,9 @@ export type LoadedPublishDetector = v.InferOutput<ReturnType<typeof PublishDetec
  *   specific evidence wins); `retryAfterMs` or `retryAt` (ISO 8601) when the record says
  *   when a retry may work (they win over a time read from the words); `retrying`: the agent
  *   said it tries again (an error a later `reply` with `final` recovers from);
+ *   `nextAttemptInMs`: the wait the agent announced before its own next attempt (not the
+ *   provider's "retry may work after": a spent quota's reset stays `retryAfterMs`/`retryAt`);
+ *   `attempt`: the agent's own number for the attempt that failed, when it numbers them;
  * - `stop`: the model stopped for `stopReason` (`max_tokens`, `refusal`), with its words;
  * - `reply`: an assistant message with content; `final` when it is the turn's final
  *   answer (the model ended its turn), `text` its text when known;
@@ -187,6 +194,16 @@ export const RecordEventSchema = once(() =>
         v.isoTimestamp(badEventAt),
         v.check((at) => !Number.isNaN(Date.parse(at)), badEventAt),
       )),
+      nextAttemptInMs: v.optional(
+        v.pipe(
+          v.number(badNextAttempt),
+          v.finite(badNextAttempt),
+          v.minValue(0, badNextAttempt),
+        ),
+      ),
+      attempt: v.optional(
+        v.pipe(v.number(badAttempt), v.integer(badAttempt), v.minValue(1, badAttempt)),
+      ),
     }),
     v.object({
       kind: v.literal("stop"),

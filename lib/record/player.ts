@@ -26,6 +26,8 @@ export interface PlayerIo {
   /** Resolves true when the next client line arrived, false when stdin closed first. */
   nextClientLine(): Promise<boolean>;
   stdinClosed(): Promise<void>;
+  /** Whether stdin has closed. */
+  isClosed(): boolean;
   writeOut(line: string): Promise<void>;
   writeErr(line: string): void;
   sleep(ms: number): Promise<void>;
@@ -40,7 +42,18 @@ export interface PlayerOptions {
   lateFactor?: number;
   /** The longest a late write is held after the ACP line before it. */
   maxDelayMs?: number;
+  /**
+   * Play turns at recorded times (`replay --fail-fast`): while a prompt is unanswered, each
+   * agent line, stderr line and file write comes as long after the client line before it
+   * as in the recording, so a turn the agent spent retrying lasts as long and its records
+   * grow as they did (the proxy's live evidence sees them); the rest (an agent's slow
+   * start) goes at once. Once stdin closes, everything left goes at once.
+   */
+  recordedTimes?: boolean;
 }
+
+/** How often a wait at recorded times looks whether stdin closed. */
+const PACE_STEP_MS = 100;
 
 /** The default cap of a late write's delay: past every built-in wait for records. */
 export const DEFAULT_MAX_DELAY_MS = 600;
@@ -89,17 +102,29 @@ export async function playAgentSide(
   const prompts = new Set<unknown>();
   /** The agent answered a prompt and no new one came: its writes keep their delays. */
   let answered = false;
+  /** The prompts not answered yet: only their turns are played at recorded times. */
+  const open = new Set<unknown>();
+  /** The recorded time of the last client line, and when it arrived. */
+  let client = { t: 0, at: io.now() };
   for (const e of events) {
+    if (opts.recordedTimes && open.size > 0 && e.dir !== "c2a" && e.dir !== "meta") {
+      for (
+        let due = e.t - client.t - (io.now() - client.at);
+        due > 0 && !io.isClosed();
+        due = e.t - client.t - (io.now() - client.at)
+      ) await io.sleep(Math.min(due, PACE_STEP_MS));
+    }
     if (e.dir === "c2a") {
       if (!(await io.nextClientLine())) break;
       mark(e.t);
+      client = { t: e.t, at: io.now() };
       const m = message(e.line);
-      if (m.method === "session/prompt") prompts.add(m.id), answered = false;
+      if (m.method === "session/prompt") prompts.add(m.id), open.add(m.id), answered = false;
     } else if (e.dir === "a2c") {
       await io.writeOut(e.line);
       mark(e.t);
       const m = message(e.line);
-      if (m.method === undefined && prompts.has(m.id)) answered = true;
+      if (m.method === undefined && prompts.has(m.id)) answered = true, open.delete(m.id);
     } else if (e.dir === "stderr") {
       io.writeErr(e.line);
     } else if (e.dir === "meta" && e.line === STDIN_CLOSED && paced) {
@@ -107,7 +132,7 @@ export async function playAgentSide(
       mark(e.t);
       answered = false; // no turn is left to read what comes now: no delay
     } else if (e.dir === "file" && opts.home !== null) {
-      if (paced && answered) {
+      if (paced && answered && !opts.recordedTimes) {
         const due = Math.min((e.t - wire.t) * factor, cap) - (io.now() - wire.at);
         if (due > 0) await io.sleep(due);
       }
@@ -148,6 +173,7 @@ export function processPlayerIo(): PlayerIo {
         const check = () => (closed ? r() : (wake = check));
         check();
       }),
+    isClosed: () => closed,
     // The recorded agent's own lines, passed through unchanged (they are the agent's).
     writeOut: (line) => stdoutSink.passThrough.write(`${line}\n`),
     writeErr: (line) => void stderrSink.passThrough.write(`${line}\n`),

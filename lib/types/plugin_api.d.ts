@@ -120,7 +120,8 @@ export interface PublishDetector {
  * What a record reader says of one record of an agent's session file (docs/EVIDENCE.md):
  * `prompt` (the turn's own records start here; `answerFirst`: the agent records the final
  * answer before it answers the prompt), `error` (an API error, with its category, code and
- * retry time when the record names them; `retrying`: it tries again),
+ * retry time when the record names them; `retrying`: it tries again; `nextAttemptInMs` and
+ * `attempt`: the agent's announced wait before its next attempt and its number for this one),
  * `stop` (the model stopped for `max_tokens` or `refusal`), `reply` (an assistant message;
  * `final` when it ends the turn), `aborted` (the turn ended before its final message),
  * `usage` (the output tokens of one response).
@@ -143,6 +144,10 @@ export type RecordEvent =
     retryAfterMs?: number;
     /** When a retry may work, an ISO 8601 timestamp, when the record says. */
     retryAt?: string;
+    /** The wait the agent announced before its own next attempt, in ms (finite, >= 0). */
+    nextAttemptInMs?: number;
+    /** The agent's own number for the attempt that failed (an integer >= 1). */
+    attempt?: number;
   }
   | { kind: "stop"; stopReason: "max_tokens" | "refusal"; cause?: string }
   | { kind: "reply"; final: boolean; text?: string }

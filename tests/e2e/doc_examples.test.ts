@@ -407,6 +407,12 @@ const EXAMPLES: Record<string, Check> = {
         expect.stringMatching(/^session \S+ turn 2: ok; stop end_turn, reply \d+ chars$/),
       ]);
     },
+  "README.md: turnguard replay --fail-fast examples/recordings/claude-spend-limit-retried.jsonl":
+    async (e, box) => {
+      const r = await box.sh(e.command);
+      expect(r.code).toBe(0);
+      expect(r.stdout.trimEnd().split("\n")).toEqual(e.shown);
+    },
   "--help of schema: turnguard schema > outcome.schema.json": async (e, box) => {
     expect((await box.sh(e.command)).code).toBe(0);
     const schema = JSON.parse(readFileSync(join(box.cwd, "outcome.schema.json"), "utf8"));

@@ -48,6 +48,27 @@ const CLAUDE_RETRY = {
   retryAttempt: 3,
   maxRetries: 10,
 };
+// The same record of the monthly spend limit, as recorded
+// (tests/agents/corpus/claude-agent-acp/quota_daily_retried.jsonl, its first api_error).
+const CLAUDE_QUOTA = {
+  type: "system",
+  subtype: "api_error",
+  error: {
+    status: 429,
+    error: {
+      type: "error",
+      error: {
+        type: "rate_limit_error",
+        message:
+          "You have reached your specified API usage limits. You will regain access on 2026-12-01 at 00:00 UTC.",
+        details: { error_code: "enforced_spend_limit_reached" },
+      },
+    },
+  },
+  retryInMs: 543,
+  retryAttempt: 1,
+  maxRetries: 10,
+};
 const QWEN_QUOTA = {
   type: "system",
   subtype: "ui_telemetry",
@@ -112,7 +133,23 @@ describe("attemptsIn: new evidence → the agent's failed attempts", () => {
         category: "capacity",
         retryable: true,
         code: 529,
+        nextInMs: 1200,
+        agentN: 3,
         source: { kind: "records", path: "/chats/s.jsonl" },
+      }],
+    },
+    {
+      name: "claude's retried spend limit: quota, next in its own 543 ms, the reset (passed) apart",
+      agent: "claude",
+      records: [CLAUDE_QUOTA],
+      seen: 2,
+      want: [{
+        n: 3,
+        category: "quota",
+        code: 429,
+        nextInMs: 543,
+        agentN: 1,
+        retryAfterMs: 0,
       }],
     },
     {

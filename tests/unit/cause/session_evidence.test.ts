@@ -236,6 +236,7 @@ describe("record readers (formats from the agents' sources)", () => {
         type: "system",
         subtype: "api_error",
         error: { status: 429, error: { type: "error", error: { message: "rate limited" } } },
+        retryInMs: 543,
         retryAttempt: 1,
         maxRetries: 10,
       }),
@@ -244,6 +245,8 @@ describe("record readers (formats from the agents' sources)", () => {
       retrying: true,
       cause: "API Error: 429 rate limited (retry 1 of 10)",
       code: 429,
+      nextAttemptInMs: 543,
+      attempt: 1,
     });
     expect(
       readClaudeRecord({
