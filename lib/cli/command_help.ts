@@ -177,11 +177,11 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     }],
   },
   explain: {
-    summary: "Shows which anchors were tried on one input, what each said, and why the " +
-      "winner won.",
-    usage: "turnguard explain [OPTIONS] TEXT|-",
+    summary: "Shows which anchors were tried on an input, what each said, and why the " +
+      "winner won; several inputs in turn (--json: one document per line).",
+    usage: "turnguard explain [OPTIONS] TEXT|- [TEXT...]",
     flags: SCAN_FLAGS,
-    exit: "0 an anchor matched; 1 none did; 2 usage or config error",
+    exit: "0 an anchor matched (every input); 1 none did (for one input); 2 usage or config error",
     examples: [{
       command: "turnguard explain --kind text 'HTTP 429 Too Many Requests'",
       does: "generic.rate-limit wins: category rate_limit, retry with backoff",

@@ -1,9 +1,10 @@
 /**
- * `turnguard explain [--agent NAME] [--config PATH] [--kind K] [--json] TEXT|-`: for one
- * input, which anchors were tried in which order, what each said, and why the winner won;
+ * `turnguard explain [--agent NAME] [--config PATH] [--kind K] [--json] TEXT|- [TEXT...]`: for
+ * each input, which anchors were tried in which order, what each said, and why the winner won;
  * and which signature of the provider vocabulary (vocabulary.toml) its words match.
- * Matching and classifying the input share one code plugin budget, as one turn does.
- * Exit 0 when an anchor matched, 1 when none did, 2 on a usage or config error.
+ * Matching and classifying an input share one code plugin budget, as one turn does. Several
+ * inputs are explained in turn by one process (`--json`: one document per line, in order).
+ * Exit 0 when an anchor matched every input, 1 when one had none, 2 on a usage or config error.
  */
 import { classify } from "../cause/classify.ts";
 import { errorCause } from "../cause/error_cause.ts";
@@ -118,14 +119,17 @@ export function vocabularyLine(found: Signature | null): string {
 /** Runs `turnguard explain ARGS` and returns the exit code. */
 export async function explainCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseOptions("explain", argv, SCAN_OPTIONS, true);
-  if (positionals.length !== 1) {
-    throw new UsageError("explain: give exactly one input: the text itself, or - for stdin");
+  if (positionals.length === 0) {
+    throw new UsageError("explain: give an input: the text itself, or - for stdin");
+  }
+  if (positionals.filter((p) => p === "-").length > 1) {
+    throw new UsageError("explain: stdin (-) can be read once");
   }
   const kind = parseKind(values.kind);
-  const raw = positionals[0] === "-"
-    ? (await readSource("-", process.cwd(), "explain")).text
-    : positionals[0];
-  const text = raw.replace(/\r?\n$/, "");
+  const raws: string[] = [];
+  for (const p of positionals) {
+    raws.push(p === "-" ? (await readSource("-", process.cwd(), "explain")).text : p);
+  }
   const registry = await loadRegistry({
     configFlag: values.config,
     env: envRecord(),
@@ -133,20 +137,41 @@ export async function explainCommand(argv: string[]): Promise<number> {
   });
   if (kind === "records") {
     return scanRecordFiles(
-      [{ label: "<input>", text: raw }],
+      raws.map((text, i) => ({ label: raws.length === 1 ? "<input>" : `<input ${i + 1}>`, text })),
       registry,
       values.agent,
       values.json === true,
     );
   }
+  // One classifier for every input, as one proxy classifies every turn.
   const classifier = commandClassifier(registry, values.agent);
+  let matched = 0;
+  for (const [i, raw] of raws.entries()) {
+    if (explainOne(classifier, raw.replace(/\r?\n$/, ""), kind, values.json === true, i > 0)) {
+      matched++;
+    }
+  }
+  return matched === raws.length ? 0 : 1;
+}
+
+/**
+ * Prints what `explain` says of one input: one JSON document (one line), or the text
+ * explanation (after a blank line when it is not the first). True when an anchor matched.
+ */
+function explainOne(
+  classifier: Classifier,
+  text: string,
+  kind: InputKind,
+  json: boolean,
+  more: boolean,
+): boolean {
   const { e, diagnostics, classified, vocabulary } = explainInput(
     classifier,
     text,
     kind,
     Date.now(),
   );
-  if (values.json) {
+  if (json) {
     void stdoutSink.json({
       input: e.input,
       tried: e.trials.map((t) => ({
@@ -173,8 +198,8 @@ export async function explainCommand(argv: string[]): Promise<number> {
       diagnostics,
     });
   } else {
-    writeShown(formatExplanation(e, classified) + vocabularyLine(vocabulary));
+    writeShown((more ? "\n" : "") + formatExplanation(e, classified) + vocabularyLine(vocabulary));
     for (const d of diagnostics) warnLine(`turnguard: ${d}`);
   }
-  return e.winner ? 0 : 1;
+  return e.winner !== null;
 }

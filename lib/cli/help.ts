@@ -40,7 +40,7 @@ Usage:
   turnguard log      [NAME|SESSION] [--limit N] [--json]
   turnguard retry    NAME|SESSION
   turnguard scan     [--agent NAME] [--kind K] [--json] FILE...|-
-  turnguard explain  [--agent NAME] [--kind K] [--json] TEXT|-
+  turnguard explain  [--agent NAME] [--kind K] [--json] TEXT|- [TEXT...]
   turnguard check    [--config PATH] [--json] [--verbose]
   turnguard replay   [--config PATH] [--agent NAME] [--json] [--verbose] [--fail-fast] FILE
   turnguard schema   the Outcome's JSON Schema

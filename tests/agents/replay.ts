@@ -8,7 +8,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { ensureBinary } from "../helpers/binary.ts";
 import { ROOT } from "../helpers/cli.ts";
-import { readTranscript } from "./transcript.ts";
+import { readTranscript, type Transcript } from "./transcript.ts";
 import { type Replayed, replayRecording } from "../../lib/cli/replay.ts";
 
 /** The committed corpus. */
@@ -41,6 +41,14 @@ export function corpusCases(): [string, string, string][] {
   );
 }
 
+const transcripts = new Map<string, Transcript>();
+/** The transcript at `path`, read and checked once per process (a corpus file is read-only). */
+export function corpusTranscript(path: string): Transcript {
+  let t = transcripts.get(path);
+  if (t === undefined) transcripts.set(path, t = readTranscript(path));
+  return t;
+}
+
 /** What one replay left: the client's received lines, the Outcome(s), proxy stderr. */
 export type { Replayed };
 
@@ -56,7 +64,7 @@ export function replay(
   path: string,
   profile: string | null = PROFILE[agent] ?? null,
 ): Promise<Replayed> {
-  return replayRecording(path, readTranscript(path), {
+  return replayRecording(path, corpusTranscript(path), {
     profile,
     config: null,
     self: [turnguardBinary()],

@@ -9,11 +9,17 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../helpers/cli.ts";
-import { readTranscript } from "../agents/transcript.ts";
 import { readExpected, type Verdict } from "../agents/expected.ts";
 import type { Outcome } from "../../lib/core/outcome.ts";
 import { type DocRow, renderTables, withTables } from "../agents/agents_doc.ts";
-import { corpusCases, PROFILE, replay, type Replayed, turnguardBinary } from "../agents/replay.ts";
+import {
+  corpusCases,
+  corpusTranscript,
+  PROFILE,
+  replay,
+  type Replayed,
+  turnguardBinary,
+} from "../agents/replay.ts";
 import { execFile } from "node:child_process";
 import { tmpdir } from "node:os";
 
@@ -103,10 +109,11 @@ function meets(o: Outcome, want: Omit<Verdict, "why">, turn: number): void {
 }
 
 /**
- * The category `turnguard explain --json --kind error` gives an agent's error: one process,
- * run without blocking (the other replays go on meanwhile).
+ * The category `turnguard explain --json --kind error` gives each of `errors`, an agent's
+ * errors: one process for them all, run without blocking (the replays go on meanwhile).
  */
-function explainCategory(agent: string, error: string): Promise<string | null> {
+function explainCategories(agent: string, errors: string[]): Promise<Map<string, string | null>> {
+  if (errors.length === 0) return Promise.resolve(new Map());
   return new Promise((resolve, reject) => {
     execFile(
       turnguardBinary(),
@@ -116,13 +123,18 @@ function explainCategory(agent: string, error: string): Promise<string | null> {
         "--kind",
         "error",
         ...(PROFILE[agent] ? ["--agent", PROFILE[agent]] : []),
-        error,
+        ...errors,
       ],
       { encoding: "utf8", env: { PATH: process.env.PATH, HOME: tmpdir() } },
-      // explain exits 1 when no anchor matched: its JSON is on stdout all the same.
+      // explain exits 1 when no anchor matched an input: its JSON is on stdout all the same,
+      // one document per input, in order.
       (_err, stdout) => {
         try {
-          resolve(JSON.parse(stdout).category);
+          const docs = stdout.trim().split("\n").map((l) => JSON.parse(l));
+          if (docs.length !== errors.length) {
+            throw new Error(`explain: ${docs.length} documents for ${errors.length} inputs`);
+          }
+          resolve(new Map(errors.map((e, i) => [e, docs[i].category])));
         } catch (e) {
           reject(e);
         }
@@ -131,33 +143,53 @@ function explainCategory(agent: string, error: string): Promise<string | null> {
   });
 }
 
+const explained = new Map<string, Promise<Map<string, string | null>>>();
+/**
+ * What `explain` says of every error the agent answered a prompt with, anywhere in its part of
+ * the corpus: one process per agent, started with its first replay.
+ */
+function explainedErrors(agent: string): Promise<Map<string, string | null>> {
+  let p = explained.get(agent);
+  if (p === undefined) {
+    const errors = new Set<string>();
+    for (const [a, , path] of cases) {
+      if (a !== agent) continue;
+      for (const e of promptErrors(corpusTranscript(path).events)) if (e !== null) errors.add(e);
+    }
+    explained.set(agent, p = explainCategories(agent, [...errors]));
+  }
+  return p;
+}
+
 /**
  * One transcript replayed, and the category `explain` gives the error of each of its prompts
- * the agent failed (null where it did not): explain runs once per failed prompt — at most
- * one in every transcript of the corpus — right after the replay, in the same worker.
+ * the agent failed (null where it did not).
  */
 interface Checked extends Replayed {
   explained: (string | null)[];
 }
 
 async function replayAndExplain(agent: string, path: string): Promise<Checked> {
+  const categories = explainedErrors(agent);
   const r = await replay(agent, path);
-  const errors = promptErrors(readTranscript(path).events);
-  const explained = await Promise.all(
-    r.outcomes.map((o, i) => {
-      const error = errors[i];
-      return error !== null && error !== undefined && o.status === "failed"
-        ? explainCategory(agent, error)
-        : Promise.resolve(null);
-    }),
-  );
+  const errors = promptErrors(corpusTranscript(path).events);
+  const byError = await categories;
+  const explained = r.outcomes.map((o, i) => {
+    const error = errors[i];
+    return error !== null && error !== undefined && o.status === "failed"
+      ? byError.get(error) ?? null
+      : null;
+  });
   return { ...r, explained };
 }
 
 const cases = corpusCases();
 
-/** How many replays run at once: each is mostly waiting on its processes. */
-const WIDTH = 4;
+/**
+ * How many replays run at once: each is mostly waiting (on its processes, and on the agent's
+ * records, which the player writes as late as recorded, up to 600 ms after a turn's answer).
+ */
+const WIDTH = 8;
 let replays: Map<string, Promise<Checked>> | null = null;
 
 /**
@@ -197,7 +229,7 @@ describe("the real-agent corpus through turnguard proxy", () => {
     test(`${agent} ${scenario}`, async () => {
       expect(existsSync(expectPath)).toBe(true);
       const want = readExpected(expectPath);
-      const { events } = readTranscript(path);
+      const { events } = corpusTranscript(path);
       const r = await replayed(path);
       // Pass-through: the client got the agent's lines as recorded, byte for byte, except the
       // documented rewrite of a failed prompt's error (its Outcome added as `data.turnguard`).
@@ -210,7 +242,7 @@ describe("the real-agent corpus through turnguard proxy", () => {
       const turns = [...(want.earlier ?? []), want.blindSpot ?? want];
       expect(r.outcomes.length).toBe(errors.length);
       expect(r.outcomes.length).toBe(turns.length);
-      rows.push({ transcript: readTranscript(path), expected: want, outcomes: r.outcomes });
+      rows.push({ transcript: corpusTranscript(path), expected: want, outcomes: r.outcomes });
       r.outcomes.forEach((o, i) => {
         // One classifier: `turnguard explain` on the agent's error gives the proxy's category.
         const error = errors[i];

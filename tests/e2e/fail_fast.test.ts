@@ -162,16 +162,16 @@ describe("--fail-fast", () => {
     const s = scratch();
     const config = readFileSync(s.config, "utf8");
     writeFileSync(s.config, `fail_fast = true\n${config}`);
-    const global = await answeredIn(s);
-    expect(global.category).toBe("quota");
-    expect(readOutcomes(s.outcomes)[0].endedEarly).toBeDefined();
     const t = scratch();
     const own = readFileSync(t.config, "utf8").replace(
       "[agent.fake]\n",
       "[agent.fake]\nfail_fast = false\n",
     );
     writeFileSync(t.config, `fail_fast = true\n${own}`);
-    await answeredIn(t);
+    // Two proxies side by side: each turn mostly waits on its agent's retries.
+    const [global] = await Promise.all([answeredIn(s), answeredIn(t)]);
+    expect(global.category).toBe("quota");
+    expect(readOutcomes(s.outcomes)[0].endedEarly).toBeDefined();
     // The agent's own answer after its 40 attempts, which were seen: not ended early.
     const [o] = readOutcomes(t.outcomes);
     expect(o.endedEarly).toBeUndefined();
@@ -195,13 +195,14 @@ describe("without --fail-fast", () => {
 
   test("the wire is byte for byte the same as with nothing followed", async () => {
     const s = scratch();
-    // The same profile without logs: no live evidence at all.
+    // The same profile without logs: no live evidence at all. Its own scratch, so the two
+    // sessions run side by side (each mostly waits on its agent's retries) with a log each.
+    const b = scratch();
     appendFileSync(
-      s.config,
+      b.config,
       `\n[agent.blind]\nmatch = ["none"]\nlogs = []\nlog_format = "glog"\nanchors = ["fake.*"]\n`,
     );
-    const followed = await wire(s, "fake");
-    const blind = await wire(s, "blind");
+    const [followed, blind] = await Promise.all([wire(s, "fake"), wire(b, "blind")]);
     expect(followed.length).toBeGreaterThan(0);
     expect(followed).toBe(blind);
     // The followed turn did see the attempts (the Outcome says so; the wire does not).

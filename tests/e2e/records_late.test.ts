@@ -7,7 +7,7 @@
  * Past the bound, the first Outcome is decided without the late records and the journal
  * gets the revision once they land; `turnguard log` shows it.
  */
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,7 +18,6 @@ import { readTranscript } from "../agents/transcript.ts";
 import { CORPUS, corpusCases, PROFILE, turnguardBinary } from "../agents/replay.ts";
 import { turnguard } from "../helpers/cli.ts";
 import {
-  killedAfterEach,
   openSession,
   prompt,
   readOutcomes,
@@ -68,8 +67,12 @@ function meets(o: Outcome, want: Omit<Verdict, "why">, turn: number): void {
 
 const cases = corpusCases().filter(([agent]) => LATE_AGENTS.includes(agent));
 
-/** Replays run two at a time, in corpus order; each test awaits its own. */
-const WIDTH = 2;
+/**
+ * How many replays run at once, in corpus order; each test awaits its own. A replay spends
+ * most of its time asleep (the player holds each late write up to 6 s), so several share the
+ * cores without crowding each other: a late end record still lands well within the bound.
+ */
+const WIDTH = 8;
 let replays: Map<string, Promise<Replayed>> | null = null;
 function replayed(path: string): Promise<Replayed> {
   if (replays === null) {
@@ -87,9 +90,68 @@ function replayed(path: string): Promise<Replayed> {
     };
     for (let i = 0; i < WIDTH; i++) void worker();
     replays = started;
+    // The two single replays below sleep as long: they go on meanwhile, not after.
+    void revisedReplay().catch(() => {});
+    void nowhereOutcomes().catch(() => {});
   }
   return replays.get(path)!;
 }
+
+/** `run()`'s promise, started on the first call (a test filter may run any test alone). */
+function once<T>(run: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | null = null;
+  return () => (p ??= run());
+}
+
+/** Scratch directories of the single replays, removed when the file is done. */
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/**
+ * claude-code-acp clean_after_error 10 times as late with no wait for records at all
+ * (`records_wait_ms = 0`): each turn is decided from what landed when the agent answered.
+ */
+const revisedReplay = once(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "turnguard-late-"));
+  dirs.push(dir);
+  const config = join(dir, "turnguard.toml");
+  writeFileSync(config, "[agent.claude]\nrecords_wait_ms = 0\n");
+  const journal = join(dir, "journal.jsonl");
+  const path = join(CORPUS, "claude-code-acp", "clean_after_error.jsonl");
+  return { journal, r: await replayLate("claude-code-acp", path, { config, journal }) };
+});
+
+/**
+ * Two prompts in one session through the claude profile, whose records are nowhere: the fake
+ * agent writes no transcript for `echo`. What each Outcome says of the session records.
+ */
+const nowhereOutcomes = once(async () => {
+  const s = scratch();
+  dirs.push(s.dir);
+  const p = startProxy(s, [
+    "--config",
+    s.config,
+    "--agent",
+    "claude",
+    "--outcome-file",
+    s.outcomes,
+  ]);
+  try {
+    await withClient(p, async (ctx) => {
+      const sessionId = await openSession(ctx);
+      await prompt(ctx, sessionId, "echo one");
+      await prompt(ctx, sessionId, "echo two");
+    });
+    await p.exited;
+  } finally {
+    p.child.kill("SIGKILL");
+  }
+  return readOutcomes(s.outcomes).map((o) =>
+    o.diagnostics.find((d) => d.startsWith("the session records did not show")) ?? ""
+  );
+});
 
 describe(`the corpus with the agents' late record writes ${LATE} times as late`, () => {
   test("there are cases", () => expect(cases.length).toBeGreaterThan(0));
@@ -121,57 +183,33 @@ describe("the built-in readers declare their turn's end", () => {
 
 describe("past records_wait_ms: a revised Outcome in the journal", () => {
   test("claude-code-acp clean_after_error: the second turn, decided early, is revised to ok", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "turnguard-late-"));
-    try {
-      const config = join(dir, "turnguard.toml");
-      // No wait at all: the turn is decided from what landed when the agent answered.
-      writeFileSync(config, "[agent.claude]\nrecords_wait_ms = 0\n");
-      const journal = join(dir, "journal.jsonl");
-      const path = join(CORPUS, "claude-code-acp", "clean_after_error.jsonl");
-      const r = await replayLate("claude-code-acp", path, { config, journal });
-      // The client was answered from the records that had landed: the earlier turn's
-      // retried error read as this turn's.
-      expect(r.outcomes.map((o) => o.status)).toEqual(["failed", "truncated"]);
-      expect(r.outcomes[1].diagnostics.join("\n")).toContain("records_wait_ms (0 ms)");
-      const records = readFileSync(journal, "utf8").split("\n").filter((l) => l).map((l) =>
-        JSON.parse(l)
-      );
-      const revised = records.filter((x) => x.event === "turn_revised");
-      expect(revised.length).toBe(1);
-      expect(revised[0].turn).toBe(2);
-      expect(revised[0].revision).toBe(1);
-      expect(revised[0].outcome.status).toBe("ok");
-      expect(revised[0].outcome.error).toBeNull();
-      const log = await turnguard(["log", "--journal", journal]);
-      expect(log.stdout).toMatch(/#2 +ok \(revised from truncated\)/);
-      const json = await turnguard(["log", "--json", "--journal", journal]);
-      const rows = json.stdout.trim().split("\n").map((l) => JSON.parse(l));
-      expect(rows[1].revised).toEqual({ revision: 1, from: "truncated" });
-      const wait = await turnguard(["wait", "--json", "--journal", journal]);
-      expect(JSON.parse(wait.stdout).revised).toEqual({ revision: 1, from: "truncated" });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { journal, r } = await revisedReplay();
+    // The client was answered from the records that had landed: the earlier turn's
+    // retried error read as this turn's.
+    expect(r.outcomes.map((o) => o.status)).toEqual(["failed", "truncated"]);
+    expect(r.outcomes[1].diagnostics.join("\n")).toContain("records_wait_ms (0 ms)");
+    const records = readFileSync(journal, "utf8").split("\n").filter((l) => l).map((l) =>
+      JSON.parse(l)
+    );
+    const revised = records.filter((x) => x.event === "turn_revised");
+    expect(revised.length).toBe(1);
+    expect(revised[0].turn).toBe(2);
+    expect(revised[0].revision).toBe(1);
+    expect(revised[0].outcome.status).toBe("ok");
+    expect(revised[0].outcome.error).toBeNull();
+    const log = await turnguard(["log", "--journal", journal]);
+    expect(log.stdout).toMatch(/#2 +ok \(revised from truncated\)/);
+    const json = await turnguard(["log", "--json", "--journal", journal]);
+    const rows = json.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(rows[1].revised).toEqual({ revision: 1, from: "truncated" });
+    const wait = await turnguard(["wait", "--json", "--journal", journal]);
+    expect(JSON.parse(wait.stdout).revised).toEqual({ revision: 1, from: "truncated" });
   });
 });
 
 describe("records that are nowhere", () => {
-  const track = killedAfterEach();
   test("awaited once for the bound, then only the settle window, per session", async () => {
-    const s = scratch();
-    // The fake agent writes no transcript for `echo`: the claude profile finds none.
-    const p = track(
-      startProxy(s, ["--config", s.config, "--agent", "claude", "--outcome-file", s.outcomes]),
-    );
-    await withClient(p, async (ctx) => {
-      const sessionId = await openSession(ctx);
-      await prompt(ctx, sessionId, "echo one");
-      await prompt(ctx, sessionId, "echo two");
-    });
-    await p.exited;
-    const [one, two] = readOutcomes(s.outcomes).map((o) =>
-      o.diagnostics.find((d) => d.startsWith("the session records did not show")) ?? ""
-    );
+    const [one, two] = await nowhereOutcomes();
     expect(one).toContain("within records_wait_ms (3000 ms)");
     expect(two).toContain("within records_settle_ms (none were found");
   });

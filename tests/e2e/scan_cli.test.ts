@@ -270,4 +270,27 @@ describe("turnguard explain", () => {
     expect(r.stdout).toContain("winner: none — no anchor matched (16 tried)\n");
     expect(r.code).toBe(1);
   });
+
+  test("several inputs: one --json document each, in order; exit 1 when one matched nothing", async () => {
+    const both = await tg(["explain", "--json", CLAUDE, EXECUTOR]);
+    expect(both.code).toBe(0);
+    const docs = both.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(docs.map((d) => [d.input.kind, d.winner, d.category])).toEqual([
+      ["error", "claude.error-kind", "quota"],
+      ["log", "agy.executor", "quota"],
+    ]);
+    const one = await tg(["explain", "--agent", "agy", EXECUTOR, "I0707 all good"]);
+    expect(one.code).toBe(1);
+    const texts = one.stdout.split("\n\ninput (log): ");
+    expect(texts.length).toBe(2);
+    expect(texts[0]).toStartWith(`input (log): ${EXECUTOR}\n`);
+    expect(texts[0]).toContain("\nwinner: agy.executor — ");
+    expect(texts[1]).toStartWith("I0707 all good\n");
+    expect(texts[1]).toContain("\nwinner: none — no anchor matched (16 tried)\n");
+    const twice = await tg(["explain", "-", "-"]);
+    expect({ stderr: twice.stderr, code: twice.code }).toEqual({
+      stderr: "turnguard: explain: stdin (-) can be read once\n",
+      code: 2,
+    });
+  });
 });
