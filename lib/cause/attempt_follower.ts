@@ -27,6 +27,13 @@ export const DEFAULT_FOLLOW_POLL_MS = 1000;
  */
 export const FOLLOW_READ_LIMITS: ReadLimits = { files: 64, bytes: 1024 * 1024, ms: 1000 };
 
+/**
+ * Most attempts one look tells (each is a journal record and a `--verbose` line): an agent
+ * that logs thousands of failures a second is told as the first of them, the newest one not
+ * retryable (what `--fail-fast` weighs) and the newest; `n` still counts every one.
+ */
+export const MAX_TOLD_PER_LOOK = 16;
+
 /** Most distinct diagnostics one follower tells (a file it cannot read is told once). */
 const MAX_DIAGNOSTICS = 20;
 
@@ -85,6 +92,9 @@ class Tail {
   ): Promise<{ path: string; offset: number; text: string }[]> {
     const scan = await scanAppended(this.#snapshot, startedAt, budget, fs);
     diagnostics.push(...scan.diagnostics.filter((d) => !d.includes("does not exist")));
+    // A file gone for good is forgotten (not searched for again on every look); a renamed
+    // one is followed under its new name from where its old name's lines ended.
+    for (const path of scan.vanished ?? []) this.#snapshot.files.delete(path);
     const out: { path: string; offset: number; text: string }[] = [];
     for (const chunk of [...scan.chunks].reverse()) {
       const whole = this.#whole(chunk);
@@ -94,7 +104,12 @@ class Tail {
   }
 
   #whole(chunk: AppendedChunk): { path: string; offset: number; text: string } | null {
-    const before = this.#snapshot.files.get(chunk.path);
+    const files = this.#snapshot.files;
+    if (chunk.movedFrom !== undefined && files.has(chunk.movedFrom)) {
+      files.set(chunk.path, files.get(chunk.movedFrom)!);
+      files.delete(chunk.movedFrom);
+    }
+    const before = files.get(chunk.path);
     const from = chunk.reason === "grew" || chunk.reason === "moved" ? before?.size ?? 0 : 0;
     let text = chunk.text;
     let offset = chunk.offset;
@@ -202,10 +217,14 @@ export class AttemptFollower {
       now: (o.now ?? Date.now)(),
     }, diagnostics);
     diagnostics.forEach((d) => this.#note(d));
-    for (const attempt of found) {
-      this.#seen++;
-      o.onAttempt(attempt);
+    this.#seen += found.length;
+    const told = toldOf(found);
+    if (told.length < found.length) {
+      this.#note(
+        `more than ${MAX_TOLD_PER_LOOK} failed attempts in one look: some are counted, not told`,
+      );
     }
+    for (const attempt of told) o.onAttempt(attempt);
   }
 
   #note(line: string): void {
@@ -213,4 +232,16 @@ export class AttemptFollower {
     this.#diagnostics.add(line);
     this.#opts.onDiagnostic?.(line);
   }
+}
+
+/** The attempts of one look that are told (see MAX_TOLD_PER_LOOK), oldest first. */
+export function toldOf(found: readonly AgentAttempt[]): AgentAttempt[] {
+  if (found.length <= MAX_TOLD_PER_LOOK) return [...found];
+  const told = found.slice(0, MAX_TOLD_PER_LOOK - 2);
+  const rest = found.slice(MAX_TOLD_PER_LOOK - 2);
+  const last = rest.at(-1)!;
+  const permanent = rest.findLast((a) => !a.retryable);
+  if (permanent && permanent !== last) told.push(permanent);
+  told.push(last);
+  return told;
 }
