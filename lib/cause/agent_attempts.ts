@@ -15,7 +15,7 @@ import { readRecordEvents } from "./record_evidence.ts";
 import type { SessionRecord } from "./session_records.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { AnchorHit, LoadedAnchor, LoadedRecordReader } from "../plugin/api.ts";
-import { withPluginBudget } from "../plugin/budget.ts";
+import { type PluginLedger, withPluginBudget } from "../plugin/budget.ts";
 import { capUtf8, formatDuration } from "../text/text.ts";
 
 /** What the agent's evidence gained since the last look: whole lines and records only. */
@@ -37,6 +37,8 @@ export interface AttemptContext {
   /** Attempts observed before these in the same turn (the next one is `seen + 1`). */
   seen: number;
   now: number;
+  /** The turn's plugin budget (every look of one turn is charged to it). */
+  plugins?: PluginLedger;
 }
 
 /**
@@ -73,7 +75,7 @@ export function attemptsIn(
       found.push(attempt(hit, code ?? null, { kind: "records", path: e.path }, ctx));
     }
     return found.map((a, i) => ({ n: ctx.seen + i + 1, ...a }));
-  });
+  }, ctx.plugins);
 }
 
 /**

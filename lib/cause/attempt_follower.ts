@@ -11,6 +11,7 @@ import { ReadBudget, type ReadLimits } from "../io/bounded_read.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
+import { pluginLedger } from "../plugin/budget.ts";
 import { attemptsIn } from "./agent_attempts.ts";
 import { type LogLine, splitLines } from "./attribution.ts";
 import type { Classifier } from "./classifier.ts";
@@ -143,6 +144,8 @@ export class AttemptFollower {
   #stopTicker: (() => void) | null = null;
   #looking: Promise<void> | null = null;
   #stopped = false;
+  /** The turn's plugin budget: a plugin that loops is stopped once per turn, not per look. */
+  readonly #plugins = pluginLedger();
 
   constructor(opts: FollowOptions) {
     this.#opts = opts;
@@ -215,6 +218,7 @@ export class AttemptFollower {
       pid: o.pid(),
       seen: this.#seen,
       now: (o.now ?? Date.now)(),
+      plugins: this.#plugins,
     }, diagnostics);
     diagnostics.forEach((d) => this.#note(d));
     this.#seen += found.length;
