@@ -1,0 +1,168 @@
+/**
+ * Attacks on live evidence and `--fail-fast` (lib/proxy/live.ts, lib/proxy/answers.ts) by an
+ * agent that has read the code (tests/fixtures/acp/hostile_live_agent.ts): it answers in the
+ * same instant fail-fast cancels, never answers the cancel (nor its EOF), floods its log with
+ * thousands of failed attempts; the client cancels while fail-fast fires, or runs two
+ * sessions at once. Real processes and raw lines, two CPU burners beside them the whole
+ * time; bounds are generous smoke bounds for a loaded machine, far below "never".
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  BUN,
+  fakeArgs,
+  killedAfterEach,
+  type ProxyProcess,
+  readOutcomes,
+  ROOT,
+  type Scratch,
+  scratch,
+  startProxy,
+} from "../fixtures/acp/harness.ts";
+
+setDefaultTimeout(120_000);
+
+const AGENT = join(ROOT, "tests/fixtures/acp/hostile_live_agent.ts");
+/** Smoke bound: answered, or ended, "within seconds" beside two burners. */
+const SECONDS_MS = 20_000;
+
+let burners: ChildProcess[] = [];
+beforeAll(() => {
+  burners = [0, 1].map(() => spawn("sh", ["-c", "while :; do :; done"], { stdio: "ignore" }));
+});
+afterAll(() => {
+  for (const b of burners) b.kill("SIGKILL");
+});
+
+const track = killedAfterEach();
+
+/** A raw client of a proxy: sends lines, waits for the answer to an id. */
+function client(p: ProxyProcess) {
+  let out = "";
+  p.child.stdout!.on("data", (c: Uint8Array) => out += new TextDecoder().decode(c));
+  const lines = () =>
+    out.split("\n").filter((l) => l.startsWith("{")).map((l) =>
+      JSON.parse(l) as {
+        id?: number;
+        result?: Record<string, unknown>;
+        error?: { message: string; data?: { turnguard?: Record<string, unknown> } };
+      }
+    );
+  return {
+    send: (m: unknown) => p.child.stdin!.write(JSON.stringify(m) + "\n"),
+    answers: (id: number) => lines().filter((m) => m.id === id),
+    async answer(id: number) {
+      const until = Date.now() + SECONDS_MS;
+      while (Date.now() < until) {
+        const [a] = lines().filter((m) => m.id === id);
+        if (a) return a;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`no answer to ${id} within ${SECONDS_MS} ms: ${out}`);
+    },
+    out: () => out,
+  };
+}
+
+async function opened(c: ReturnType<typeof client>, sessions = 1): Promise<string[]> {
+  c.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } });
+  await c.answer(1);
+  const ids: string[] = [];
+  for (let i = 0; i < sessions; i++) {
+    c.send({ jsonrpc: "2.0", id: 10 + i, method: "session/new", params: { cwd: "/tmp" } });
+    ids.push(String((await c.answer(10 + i)).result!.sessionId));
+  }
+  return ids;
+}
+
+function promptLine(id: number, sessionId: string, text: string) {
+  return {
+    jsonrpc: "2.0",
+    id,
+    method: "session/prompt",
+    params: { sessionId, prompt: [{ type: "text", text }] },
+  };
+}
+
+function proxy(s: Scratch, extra: string[], env: Record<string, string> = {}): ProxyProcess {
+  return track(startProxy(s, fakeArgs(s, extra), [BUN, AGENT], env));
+}
+
+describe("--fail-fast, attacked", () => {
+  test("the agent answers in the same instant fail-fast fires: each prompt gets exactly one answer", async () => {
+    const s = scratch();
+    const p = proxy(s, ["--no-journal", "--fail-fast"]);
+    const c = client(p);
+    const [sid] = await opened(c);
+    for (let i = 0; i < 5; i++) {
+      c.send(promptLine(100 + i, sid, "instant"));
+      await c.answer(100 + i);
+      // The proxy's next look still finds the quota line of the answered turn.
+      await new Promise((r) => setTimeout(r, 1200));
+    }
+    p.child.stdin!.end();
+    await p.exited;
+    for (let i = 0; i < 5; i++) expect(c.answers(100 + i).length).toBe(1);
+    expect(readOutcomes(s.outcomes).length).toBe(5);
+  });
+
+  test("the agent never answers the cancel nor EOF, the client cancels too: one answer, and the proxy ends", async () => {
+    const s = scratch();
+    const p = proxy(s, ["--no-journal", "--fail-fast"], { HOSTILE_IGNORE_EOF: "1" });
+    const c = client(p);
+    const [sid] = await opened(c);
+    c.send(promptLine(3, sid, "deaf"));
+    await new Promise((r) => setTimeout(r, 300));
+    c.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: sid } });
+    const a = await c.answer(3);
+    expect(a.error?.data?.turnguard?.category ?? a.result?.stopReason).toBeDefined();
+    p.child.stdin!.end();
+    const left = Date.now();
+    await p.exited;
+    expect(Date.now() - left).toBeLessThan(SECONDS_MS);
+    expect(c.answers(3).length).toBe(1);
+  });
+
+  test("two sessions retrying a quota at once: each prompt is answered once, early", async () => {
+    const s = scratch();
+    const p = proxy(s, ["--no-journal", "--fail-fast"]);
+    const c = client(p);
+    const [a, b] = await opened(c, 2);
+    c.send(promptLine(3, a, "deaf"));
+    c.send(promptLine(4, b, "deaf"));
+    for (const id of [3, 4]) {
+      expect((await c.answer(id)).error?.data?.turnguard?.category).toBe("quota");
+    }
+    p.child.stdin!.end();
+    await p.exited;
+    expect(c.answers(3).length).toBe(1);
+    expect(c.answers(4).length).toBe(1);
+  });
+});
+
+describe("live evidence, flooded", () => {
+  test("20,000 failed attempts in a turn: the journal and the Outcome keep a bounded few", async () => {
+    const s = scratch();
+    const journal = join(s.dir, "journal.jsonl");
+    const p = proxy(s, ["--journal", journal]);
+    const c = client(p);
+    const [sid] = await opened(c);
+    c.send(promptLine(3, sid, "flood 16000"));
+    // A turn that said nothing while its log filled with a quota: answered as that failure.
+    expect((await c.answer(3)).error?.data?.turnguard?.category).toBe("quota");
+    p.child.stdin!.end();
+    await p.exited;
+    const records = readFileSync(journal, "utf8").split("\n").filter((l) => l).map((l) =>
+      JSON.parse(l) as { event: string; n?: number }
+    );
+    const attempts = records.filter((r) => r.event === "agent_attempt");
+    expect(attempts.length).toBeGreaterThan(0);
+    // At most 16 told per look, a look a second: far below one record per attempt.
+    expect(attempts.length).toBeLessThan(400);
+    expect(attempts.at(-1)!.n!).toBeGreaterThan(1000);
+    const [o] = readOutcomes(s.outcomes);
+    expect(o.agentAttempts!.length).toBeLessThanOrEqual(100);
+  });
+});
