@@ -192,8 +192,9 @@ export class TurnFinisher {
    * right before the prompt's response (docs/PROXY.md). Not when a retry holds the response.
    */
   #deliverRecovered(turn: Turn, result: TurnEndResult, line: Uint8Array | null): void {
-    const recovered = result.outcome.reply.recovered;
-    if (!this.state.opts.recoverReplies || recovered === undefined || result.send === null) return;
+    // All of it, not the Outcome's capped copy: the client is told the turn is ok.
+    const recovered = result.recoveredText ?? result.outcome.reply.recovered;
+    if (!this.state.opts.recoverReplies || recovered == null || result.send === null) return;
     const message = {
       jsonrpc: "2.0",
       method: "session/update",
