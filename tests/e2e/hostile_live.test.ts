@@ -67,11 +67,21 @@ function client(p: ProxyProcess) {
 }
 
 async function opened(c: ReturnType<typeof client>, sessions = 1): Promise<string[]> {
-  c.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } });
+  c.send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: 1, clientCapabilities: {} },
+  });
   await c.answer(1);
   const ids: string[] = [];
   for (let i = 0; i < sessions; i++) {
-    c.send({ jsonrpc: "2.0", id: 10 + i, method: "session/new", params: { cwd: "/tmp" } });
+    c.send({
+      jsonrpc: "2.0",
+      id: 10 + i,
+      method: "session/new",
+      params: { cwd: "/tmp", mcpServers: [] },
+    });
     ids.push(String((await c.answer(10 + i)).result!.sessionId));
   }
   return ids;
@@ -164,5 +174,44 @@ describe("live evidence, flooded", () => {
     expect(attempts.at(-1)!.n!).toBeGreaterThan(1000);
     const [o] = readOutcomes(s.outcomes);
     expect(o.agentAttempts!.length).toBeLessThanOrEqual(100);
+  });
+});
+
+describe("the records wait, attacked", () => {
+  test("a transcript swapped for a FIFO, a link, a sparse terabyte during the wait and the late watch: turns are answered, the proxy ends", async () => {
+    const s = scratch();
+    const journal = join(s.dir, "journal.jsonl");
+    const p = track(
+      startProxy(
+        s,
+        [
+          "--config",
+          s.config,
+          "--agent",
+          "claude",
+          "--outcome-file",
+          s.outcomes,
+          "--journal",
+          journal,
+        ],
+        undefined,
+        { FAKE_IGNORE_EOF: "1" },
+      ),
+    );
+    const c = client(p);
+    const [sid] = await opened(c);
+    c.send(promptLine(3, sid, "records-hostile"));
+    await c.answer(3);
+    // The next turn starts while the first one's records are watched on.
+    c.send(promptLine(4, sid, "echo after"));
+    expect((await c.answer(4)).result?.stopReason).toBe("end_turn");
+    await new Promise((r) => setTimeout(r, 2000));
+    p.child.stdin!.end();
+    const left = Date.now();
+    await p.exited;
+    expect(Date.now() - left).toBeLessThan(SECONDS_MS);
+    expect(c.answers(3).length).toBe(1);
+    expect(c.answers(4).length).toBe(1);
+    expect(readOutcomes(s.outcomes).length).toBe(2);
   });
 });
