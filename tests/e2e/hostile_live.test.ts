@@ -20,7 +20,10 @@ import {
   type Scratch,
   scratch,
   startProxy,
+  testEnv,
 } from "../fixtures/acp/harness.ts";
+import { turnguard } from "../helpers/cli.ts";
+import type { Outcome } from "../../lib/core/outcome.ts";
 
 setDefaultTimeout(120_000);
 
@@ -213,5 +216,48 @@ describe("the records wait, attacked", () => {
     expect(c.answers(3).length).toBe(1);
     expect(c.answers(4).length).toBe(1);
     expect(readOutcomes(s.outcomes).length).toBe(2);
+  });
+});
+
+describe("run --fail-fast, attacked", () => {
+  test("an agent deaf to SIGTERM flooding its log with a spent quota: run ends, failed, its journal bounded", async () => {
+    const s = scratch();
+    const journal = join(s.dir, "journal.jsonl");
+    // glog lines of the agent's own pid (the fake profile reads glog, attributed by pid).
+    const line =
+      'printf "E%s %s.000000 %d errorreport.go:223] agent executor error: RESOURCE_EXHAUSTED (code 429): Individual quota reached.\\n" "$(date +%m%d)" "$(date +%H:%M:%S)" $$';
+    const script =
+      `trap "" TERM; while :; do i=0; while [ $i -lt 300 ]; do ${line}; i=$((i+1)); done >> "$FAKE_LOG"; sleep 0.05; done`;
+    const started = Date.now();
+    const r = await turnguard(
+      [
+        "run",
+        "--config",
+        s.config,
+        "--agent",
+        "fake",
+        "--journal",
+        journal,
+        "--outcome-json",
+        "--fail-fast",
+        "--",
+        "sh",
+        "-c",
+        script,
+      ],
+      { env: testEnv(s), cwd: s.dir },
+    );
+    expect(Date.now() - started).toBeLessThan(SECONDS_MS * 2);
+    expect(r.code).toBe(1);
+    const outcome = JSON.parse(r.stdout) as Outcome;
+    expect(outcome).toMatchObject({ status: "failed", error: { category: "quota" } });
+    expect(outcome.endedEarly?.reason).toContain("--fail-fast");
+    const attempts = readFileSync(journal, "utf8").split("\n").filter((l) =>
+      l.includes(
+        '"agent_attempt"',
+      )
+    );
+    expect(attempts.length).toBeGreaterThan(0);
+    expect(attempts.length).toBeLessThan(400);
   });
 });
