@@ -155,6 +155,36 @@ describe("--fail-fast, attacked", () => {
   });
 });
 
+describe("--fail-fast, the client reuses the id", () => {
+  test("a request under the id the agent still owes is refused, never answered by the agent's late answer", async () => {
+    const s = scratch();
+    // The SDK fake agent answers its cancel 200 ms late, `cancelled`.
+    const p = track(startProxy(s, fakeArgs(s, ["--no-journal", "--fail-fast"])));
+    const c = client(p);
+    const [sid] = await opened(c);
+    c.send(promptLine(3, sid, "retrying quota"));
+    expect((await c.answer(3)).error?.data?.turnguard?.category).toBe("quota");
+    // At once, under the same id: the agent has not answered the cancelled prompt yet.
+    c.send(promptLine(3, sid, "echo reused"));
+    for (let i = 0; i < 400 && c.answers(3).length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const [, second] = c.answers(3);
+    expect(second.error?.message).toContain("send it under a new id");
+    // Once the agent's late answer came (and was swallowed), the id is free again.
+    await new Promise((r) => setTimeout(r, 1500));
+    c.send(promptLine(3, sid, "echo again"));
+    for (let i = 0; i < 400 && c.answers(3).length < 3; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(c.answers(3)[2]?.result?.stopReason).toBe("end_turn");
+    p.child.stdin!.end();
+    await p.exited;
+    expect(c.answers(3).length).toBe(3);
+    expect(c.out()).not.toContain('"stopReason":"cancelled"');
+  });
+});
+
 describe("live evidence, flooded", () => {
   test("20,000 failed attempts in a turn: the journal and the Outcome keep a bounded few", async () => {
     const s = scratch();
