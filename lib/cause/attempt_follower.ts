@@ -12,6 +12,7 @@ import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import { pluginLedger } from "../plugin/budget.ts";
+import { LoopTurn } from "../io/loop_turn.ts";
 import { attemptsIn } from "./agent_attempts.ts";
 import { type LogLine, splitLines } from "./attribution.ts";
 import type { Classifier } from "./classifier.ts";
@@ -34,6 +35,14 @@ export const FOLLOW_READ_LIMITS: ReadLimits = { files: 64, bytes: 1024 * 1024, m
  * retryable (what `--fail-fast` weighs) and the newest; `n` still counts every one.
  */
 export const MAX_TOLD_PER_LOOK = 16;
+
+/**
+ * Lines or records classified between two checks of the event loop's share: a look reads up
+ * to 1 MiB, thousands of lines each tried against every anchor (250–850 ms of the relay's
+ * thread in one piece, measured with the built-in packs), so it lets the event loop turn
+ * every 10 ms (lib/io/loop_turn.ts) and stops at the look's time budget.
+ */
+const CLASSIFY_SLICE = 32;
 
 /** Most distinct diagnostics one follower tells (a file it cannot read is told once). */
 const MAX_DIAGNOSTICS = 20;
@@ -211,15 +220,35 @@ export class AttemptFollower {
     if (this.#stopped || (lines.length === 0 && records.length === 0)) {
       return diagnostics.forEach((d) => this.#note(d));
     }
-    const found = attemptsIn({ lines, records }, {
+    const found: AgentAttempt[] = [];
+    const ctx = {
       classifier: o.classifier,
       readers: o.readers,
       logFormat: o.logFormat,
       pid: o.pid(),
-      seen: this.#seen,
       now: (o.now ?? Date.now)(),
       plugins: this.#plugins,
-    }, diagnostics);
+    };
+    const loop = new LoopTurn();
+    const slices = [
+      ...sliced(lines).map((l) => ({ lines: l, records: [] })),
+      ...sliced(records).map((r) => ({ lines: [], records: r })),
+    ];
+    for (const [i, evidence] of slices.entries()) {
+      if (loop.due()) await loop.yield();
+      if (this.#stopped) return;
+      if (budget.msLeft() === 0) {
+        diagnostics.push(
+          `the look's ${budget.limits.ms} ms budget ran out: ${
+            slices.length - i
+          } of ${slices.length} slices of what the files gained were not read for attempts`,
+        );
+        break;
+      }
+      found.push(
+        ...attemptsIn(evidence, { ...ctx, seen: this.#seen + found.length }, diagnostics),
+      );
+    }
     diagnostics.forEach((d) => this.#note(d));
     this.#seen += found.length;
     const told = toldOf(found);
@@ -248,4 +277,13 @@ export function toldOf(found: readonly AgentAttempt[]): AgentAttempt[] {
   if (permanent && permanent !== last) told.push(permanent);
   told.push(last);
   return told;
+}
+
+/** `items` in slices of CLASSIFY_SLICE. */
+function sliced<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CLASSIFY_SLICE) {
+    out.push(items.slice(i, i + CLASSIFY_SLICE));
+  }
+  return out;
 }

@@ -45,6 +45,11 @@ const readers = profileReaders(plugins.readers, profile);
 const QUOTA_LINE =
   'timestamp=2026-12-01T16:19:43.330Z level=ERROR run=3ed90e15 message="stream error" providerID=mock modelID=gpt-5 session.id=ses_dcd9 small=false agent=build mode=primary error.error="AI_APICallError: You exceeded your current quota, please check your plan and billing details."';
 
+/** An error line the pack's anchors all try before one matches (the slowest to classify). */
+const SLOW_LINE =
+  'level=ERROR message="stream error" error.error="AI_APICallError: something failed ' +
+  `with status 5" ${"ab ".repeat(20)}\n`;
+
 /** A LogFs that counts the calls a look makes. */
 function counting(): { fs: LogFs; calls: { readDir: number; stat: number; bytes: number } } {
   const calls = { readDir: 0, stat: 0, bytes: 0 };
@@ -198,5 +203,30 @@ describe("the live follower, attacked by the agent's own log files", () => {
     expect(told.length).toBe(MAX_TOLD_PER_LOOK);
     expect(told.map((a) => a.n).slice(-2)).toEqual([701, 1000]);
     expect(told[0].n).toBe(1);
+  });
+
+  test("a look over 1 MiB of failed attempts lets the event loop turn (the relay runs on it)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
+    for (let i = 0; i < 4; i++) writeFileSync(join(dir, `a${i}.log`), "");
+    const seen: AgentAttempt[] = [];
+    const f = follower([join(dir, "*.log")], seen);
+    for (let i = 0; i < 4; i++) {
+      appendFileSync(join(dir, `a${i}.log`), SLOW_LINE.repeat(2000).slice(0, 250 * 1024));
+    }
+    let last = performance.now();
+    let longest = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 5);
+    await f.look();
+    // One more tick measures the stretch that ended with the look.
+    await new Promise((r) => setTimeout(r, 20));
+    clearInterval(timer);
+    expect(f.seen).toBeGreaterThan(0);
+    // A smoke bound: classified in one piece, this look held the thread for 700–850 ms.
+    expect(longest).toBeLessThan(200);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
