@@ -90,8 +90,15 @@ function attemptAnchors(classifier: Classifier): readonly LoadedAnchor[] {
   return own.length > 0 ? own : all;
 }
 
-/** The lines of this agent: with glog headers, those of its pid (lib/cause/attribution.ts). */
-function ownLines(lines: readonly LogLine[], ctx: AttemptContext): readonly LogLine[] {
+/**
+ * The lines of this agent: with glog headers, those of its pid (lib/cause/attribution.ts).
+ * Attribution reads the lines together (a continuation line is its header's; lines of no
+ * other process are all kept): a caller that classifies in pieces attributes the whole first.
+ */
+export function ownLines(
+  lines: readonly LogLine[],
+  ctx: Pick<AttemptContext, "logFormat" | "pid">,
+): readonly LogLine[] {
   if (ctx.logFormat !== "glog" || ctx.pid === null || lines.length === 0) return lines;
   return attributeLines(lines, ctx.pid).lines;
 }

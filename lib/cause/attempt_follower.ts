@@ -13,7 +13,7 @@ import type { AgentAttempt } from "../core/outcome.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
 import { pluginLedger } from "../plugin/budget.ts";
 import { LoopTurn } from "../io/loop_turn.ts";
-import { attemptsIn } from "./agent_attempts.ts";
+import { attemptsIn, ownLines } from "./agent_attempts.ts";
 import { type LogLine, splitLines } from "./attribution.ts";
 import type { Classifier } from "./classifier.ts";
 import { type AppendedChunk, scanAppended } from "./scan.ts";
@@ -221,17 +221,21 @@ export class AttemptFollower {
       return diagnostics.forEach((d) => this.#note(d));
     }
     const found: AgentAttempt[] = [];
+    const pid = o.pid();
+    // The agent's own lines, attributed over the whole look (a slice alone may hold no line
+    // of its pid); the slices are then classified as plain lines.
+    const own = ownLines(lines, { logFormat: o.logFormat, pid });
     const ctx = {
       classifier: o.classifier,
       readers: o.readers,
-      logFormat: o.logFormat,
-      pid: o.pid(),
+      logFormat: "plain" as const,
+      pid,
       now: (o.now ?? Date.now)(),
       plugins: this.#plugins,
     };
     const loop = new LoopTurn();
     const slices = [
-      ...sliced(lines).map((l) => ({ lines: l, records: [] })),
+      ...sliced(own).map((l) => ({ lines: l, records: [] })),
       ...sliced(records).map((r) => ({ lines: [], records: r })),
     ];
     for (const [i, evidence] of slices.entries()) {

@@ -229,4 +229,35 @@ describe("the live follower, attacked by the agent's own log files", () => {
     expect(longest).toBeLessThan(200);
     rmSync(dir, { recursive: true, force: true });
   });
+
+  test("glog lines of other processes stay theirs when a look is classified in slices", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
+    const log = join(dir, "agent.log");
+    writeFileSync(log, "");
+    const glog = (pid: number, text: string) =>
+      `E1201 16:20:00.000000 ${pid} errorreport.go:223] ${text}\n`;
+    const seen: AgentAttempt[] = [];
+    const f = new AttemptFollower({
+      logs: takeSnapshot([log], Date.now()),
+      logFormat: "glog",
+      records: null,
+      startedAt: Date.now(),
+      classifier,
+      readers,
+      pid: () => 4242,
+      onAttempt: (a) => seen.push(a),
+    });
+    // One line of this agent's, then a hundred of another process's errors (more than a slice).
+    appendFileSync(
+      log,
+      glog(4242, "starting") + glog(777, QUOTA_LINE).repeat(100),
+    );
+    await f.look();
+    expect(seen).toEqual([]);
+    // This agent's own line of the same words is its attempt.
+    appendFileSync(log, glog(4242, QUOTA_LINE));
+    await f.look();
+    expect(seen.map((a) => a.category)).toEqual(["quota"]);
+    rmSync(dir, { recursive: true, force: true });
+  });
 });
