@@ -7,7 +7,7 @@
  * time; bounds are generous smoke bounds for a loaded machine, far below "never".
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -289,5 +289,40 @@ describe("run --fail-fast, attacked", () => {
     );
     expect(attempts.length).toBeGreaterThan(0);
     expect(attempts.length).toBeLessThan(400);
+  });
+});
+
+describe("turnguard's stderr, never read", () => {
+  test("an agent flooding its stderr while nobody reads turnguard's: memory bounded, SIGTERM ends it", async () => {
+    const s = scratch();
+    const fifo = join(s.dir, "stderr.fifo");
+    const readerPid = join(s.dir, "reader.pid");
+    spawnSync("mkfifo", [fifo]);
+    // A reader holds the FIFO open and never reads: turnguard's stderr is full after 64 KiB.
+    const script = `sleep 120 < ${fifo} & echo $! > ${readerPid}; exec "${BUN}" "${
+      join(ROOT, "main.ts")
+    }" proxy --no-journal -- sh -c 'yes 0123456789abcdef0123456789abcdef >&2' 2> ${fifo}`;
+    const child = spawn("sh", ["-c", script], { stdio: ["pipe", "ignore", "ignore"] });
+    const ended = new Promise((r) => child.once("close", r));
+    const rssKb = () => {
+      const m = readFileSync(`/proc/${child.pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/);
+      return Number(m?.[1] ?? 0);
+    };
+    try {
+      await new Promise((r) => setTimeout(r, 2000));
+      const early = rssKb();
+      await new Promise((r) => setTimeout(r, 3000));
+      // `yes` writes hundreds of MiB a second: queued, they would be gigabytes by now.
+      expect(rssKb() - early).toBeLessThan(100 * 1024);
+      // SIGTERM means "finish now" (before, the thread sat in write(2) to the full pipe: no
+      // handler ran, the proxy never ended).
+      const signalled = Date.now();
+      child.kill("SIGTERM");
+      await Promise.race([ended, new Promise((r) => setTimeout(r, SECONDS_MS + 5000))]);
+      expect(Date.now() - signalled).toBeLessThan(SECONDS_MS);
+    } finally {
+      child.kill("SIGKILL");
+      process.kill(Number(readFileSync(readerPid, "utf8")), "SIGKILL");
+    }
   });
 });
