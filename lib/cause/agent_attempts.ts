@@ -15,7 +15,7 @@ import { readRecordEvents } from "./record_evidence.ts";
 import type { SessionRecord } from "./session_records.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { AnchorHit, LoadedAnchor, LoadedRecordReader } from "../plugin/api.ts";
-import { withPluginBudget } from "../plugin/budget.ts";
+import { type PluginLedger, withPluginBudget } from "../plugin/budget.ts";
 import { capUtf8, formatDuration } from "../text/text.ts";
 
 /** What the agent's evidence gained since the last look: whole lines and records only. */
@@ -37,6 +37,8 @@ export interface AttemptContext {
   /** Attempts observed before these in the same turn (the next one is `seen + 1`). */
   seen: number;
   now: number;
+  /** The turn's plugin budget (every look of one turn is charged to it). */
+  plugins?: PluginLedger;
 }
 
 /**
@@ -77,7 +79,7 @@ export function attemptsIn(
       found.push(attempt(hit, code ?? null, { kind: "records", path: e.path }, ctx, announced));
     }
     return found.map((a, i) => ({ n: ctx.seen + i + 1, ...a }));
-  });
+  }, ctx.plugins);
 }
 
 /**
@@ -92,8 +94,15 @@ function attemptAnchors(classifier: Classifier): readonly LoadedAnchor[] {
   return own.length > 0 ? own : all;
 }
 
-/** The lines of this agent: with glog headers, those of its pid (lib/cause/attribution.ts). */
-function ownLines(lines: readonly LogLine[], ctx: AttemptContext): readonly LogLine[] {
+/**
+ * The lines of this agent: with glog headers, those of its pid (lib/cause/attribution.ts).
+ * Attribution reads the lines together (a continuation line is its header's; lines of no
+ * other process are all kept): a caller that classifies in pieces attributes the whole first.
+ */
+export function ownLines(
+  lines: readonly LogLine[],
+  ctx: Pick<AttemptContext, "logFormat" | "pid">,
+): readonly LogLine[] {
   if (ctx.logFormat !== "glog" || ctx.pid === null || lines.length === 0) return lines;
   return attributeLines(lines, ctx.pid).lines;
 }

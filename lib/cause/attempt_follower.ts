@@ -11,7 +11,9 @@ import { ReadBudget, type ReadLimits } from "../io/bounded_read.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
 import type { AgentAttempt } from "../core/outcome.ts";
 import type { LoadedRecordReader } from "../plugin/api.ts";
-import { attemptsIn } from "./agent_attempts.ts";
+import { pluginLedger } from "../plugin/budget.ts";
+import { LoopTurn } from "../io/loop_turn.ts";
+import { attemptsIn, ownLines } from "./agent_attempts.ts";
 import { type LogLine, splitLines } from "./attribution.ts";
 import type { Classifier } from "./classifier.ts";
 import { type AppendedChunk, scanAppended } from "./scan.ts";
@@ -26,6 +28,21 @@ export const DEFAULT_FOLLOW_POLL_MS = 1000;
  * waits for it). A turn's attempts are a line or a record each.
  */
 export const FOLLOW_READ_LIMITS: ReadLimits = { files: 64, bytes: 1024 * 1024, ms: 1000 };
+
+/**
+ * Most attempts one look tells (each is a journal record and a `--verbose` line): an agent
+ * that logs thousands of failures a second is told as the first of them, the newest one not
+ * retryable (what `--fail-fast` weighs) and the newest; `n` still counts every one.
+ */
+export const MAX_TOLD_PER_LOOK = 16;
+
+/**
+ * Lines or records classified between two checks of the event loop's share: a look reads up
+ * to 1 MiB, thousands of lines each tried against every anchor (250–850 ms of the relay's
+ * thread in one piece, measured with the built-in packs), so it lets the event loop turn
+ * every 10 ms (lib/io/loop_turn.ts) and stops at the look's time budget.
+ */
+const CLASSIFY_SLICE = 32;
 
 /** Most distinct diagnostics one follower tells (a file it cannot read is told once). */
 const MAX_DIAGNOSTICS = 20;
@@ -85,6 +102,9 @@ class Tail {
   ): Promise<{ path: string; offset: number; text: string }[]> {
     const scan = await scanAppended(this.#snapshot, startedAt, budget, fs);
     diagnostics.push(...scan.diagnostics.filter((d) => !d.includes("does not exist")));
+    // A file gone for good is forgotten (not searched for again on every look); a renamed
+    // one is followed under its new name from where its old name's lines ended.
+    for (const path of scan.vanished ?? []) this.#snapshot.files.delete(path);
     const out: { path: string; offset: number; text: string }[] = [];
     for (const chunk of [...scan.chunks].reverse()) {
       const whole = this.#whole(chunk);
@@ -94,7 +114,12 @@ class Tail {
   }
 
   #whole(chunk: AppendedChunk): { path: string; offset: number; text: string } | null {
-    const before = this.#snapshot.files.get(chunk.path);
+    const files = this.#snapshot.files;
+    if (chunk.movedFrom !== undefined && files.has(chunk.movedFrom)) {
+      files.set(chunk.path, files.get(chunk.movedFrom)!);
+      files.delete(chunk.movedFrom);
+    }
+    const before = files.get(chunk.path);
     const from = chunk.reason === "grew" || chunk.reason === "moved" ? before?.size ?? 0 : 0;
     let text = chunk.text;
     let offset = chunk.offset;
@@ -128,6 +153,8 @@ export class AttemptFollower {
   #stopTicker: (() => void) | null = null;
   #looking: Promise<void> | null = null;
   #stopped = false;
+  /** The turn's plugin budget: a plugin that loops is stopped once per turn, not per look. */
+  readonly #plugins = pluginLedger();
 
   constructor(opts: FollowOptions) {
     this.#opts = opts;
@@ -193,19 +220,48 @@ export class AttemptFollower {
     if (this.#stopped || (lines.length === 0 && records.length === 0)) {
       return diagnostics.forEach((d) => this.#note(d));
     }
-    const found = attemptsIn({ lines, records }, {
+    const found: AgentAttempt[] = [];
+    const pid = o.pid();
+    // The agent's own lines, attributed over the whole look (a slice alone may hold no line
+    // of its pid); the slices are then classified as plain lines.
+    const own = ownLines(lines, { logFormat: o.logFormat, pid });
+    const ctx = {
       classifier: o.classifier,
       readers: o.readers,
-      logFormat: o.logFormat,
-      pid: o.pid(),
-      seen: this.#seen,
+      logFormat: "plain" as const,
+      pid,
       now: (o.now ?? Date.now)(),
-    }, diagnostics);
-    diagnostics.forEach((d) => this.#note(d));
-    for (const attempt of found) {
-      this.#seen++;
-      o.onAttempt(attempt);
+      plugins: this.#plugins,
+    };
+    const loop = new LoopTurn();
+    const slices = [
+      ...sliced(own).map((l) => ({ lines: l, records: [] })),
+      ...sliced(records).map((r) => ({ lines: [], records: r })),
+    ];
+    for (const [i, evidence] of slices.entries()) {
+      if (loop.due()) await loop.yield();
+      if (this.#stopped) return;
+      if (budget.msLeft() === 0) {
+        diagnostics.push(
+          `the look's ${budget.limits.ms} ms budget ran out: ${
+            slices.length - i
+          } of ${slices.length} slices of what the files gained were not read for attempts`,
+        );
+        break;
+      }
+      found.push(
+        ...attemptsIn(evidence, { ...ctx, seen: this.#seen + found.length }, diagnostics),
+      );
     }
+    diagnostics.forEach((d) => this.#note(d));
+    this.#seen += found.length;
+    const told = toldOf(found);
+    if (told.length < found.length) {
+      this.#note(
+        `more than ${MAX_TOLD_PER_LOOK} failed attempts in one look: some are counted, not told`,
+      );
+    }
+    for (const attempt of told) o.onAttempt(attempt);
   }
 
   #note(line: string): void {
@@ -213,4 +269,25 @@ export class AttemptFollower {
     this.#diagnostics.add(line);
     this.#opts.onDiagnostic?.(line);
   }
+}
+
+/** The attempts of one look that are told (see MAX_TOLD_PER_LOOK), oldest first. */
+export function toldOf(found: readonly AgentAttempt[]): AgentAttempt[] {
+  if (found.length <= MAX_TOLD_PER_LOOK) return [...found];
+  const told = found.slice(0, MAX_TOLD_PER_LOOK - 2);
+  const rest = found.slice(MAX_TOLD_PER_LOOK - 2);
+  const last = rest.at(-1)!;
+  const permanent = rest.findLast((a) => !a.retryable);
+  if (permanent && permanent !== last) told.push(permanent);
+  told.push(last);
+  return told;
+}
+
+/** `items` in slices of CLASSIFY_SLICE. */
+function sliced<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CLASSIFY_SLICE) {
+    out.push(items.slice(i, i + CLASSIFY_SLICE));
+  }
+  return out;
 }

@@ -8,6 +8,7 @@
  * so the waiting is tested with a fake clock and fake files.
  */
 import type { LoadedRecordReader } from "../plugin/api.ts";
+import { type PluginLedger, withPluginBudget } from "../plugin/budget.ts";
 import { readRecordEvents, turnSpan } from "./record_evidence.ts";
 import type { RecordsRead } from "./session_records.ts";
 
@@ -59,14 +60,16 @@ export interface RecordsWaited extends TurnRecords {
 
 /**
  * The turn's part of a read: `nth` is the place of its prompt among the prompts read (1
- * unless earlier turns' prompts landed after it began), the readers are the profile's.
+ * unless earlier turns' prompts landed after it began), the readers are the profile's; their
+ * calls are charged to `plugins`, the turn's budget (every read of a wait is one turn's).
  */
 export function turnRecords(
   read: RecordsRead,
   readers: readonly LoadedRecordReader[],
   nth = 1,
+  plugins?: PluginLedger,
 ): TurnRecords {
-  const events = readRecordEvents(read.records, readers, []);
+  const events = withPluginBudget(() => readRecordEvents(read.records, readers, []), plugins);
   const span = turnSpan(events, nth);
   if (span.cut === null) return { read, prompts: span.prompts, ended: span.ended };
   const next = events[span.cut];

@@ -27,6 +27,8 @@ export interface AppendedChunk {
    * snapshot's file was renamed during the turn; its new name is `path`).
    */
   reason: "grew" | "new" | "rotated" | "moved";
+  /** For a moved file: the snapshot's name of it (where a follower's offset is kept). */
+  movedFrom?: string;
   /** The read file's identity and size (its `fstat`): where a follower resumes. */
   file?: FileStat;
 }
@@ -35,7 +37,19 @@ export interface AppendedChunk {
 export interface ScanResult {
   chunks: AppendedChunk[];
   diagnostics: string[];
+  /**
+   * The snapshot's files that are gone and were not found renamed in their directory: a
+   * follower forgets them, so the search is not made again on every look.
+   */
+  vanished?: string[];
 }
+
+/**
+ * Most directory entries one scan `lstat`s looking for renamed logs (synchronous calls on
+ * the relay's thread): an agent that deletes its logs in a directory of tens of thousands of
+ * entries must not buy a stat of each of them per deleted log and per look.
+ */
+export const MAX_MOVED_STATS = 1024;
 
 /** Where a file's turn bytes start, and why it is read; null: nothing new in it. */
 function appended(
@@ -67,20 +81,33 @@ export async function scanAppended(
   const now = listLogs(snapshot.patterns, fs, diagnostics, true);
   const present = new Set(now);
   /** Files to read: current ones, plus snapshot files that were renamed away. */
-  const targets: { path: string; before: FileStat | undefined; moved: boolean }[] = now.map(
-    (path) => ({ path, before: snapshot.files.get(path), moved: false }),
-  );
+  const targets: {
+    path: string;
+    before: FileStat | undefined;
+    moved: boolean;
+    movedFrom?: string;
+  }[] = now.map((path) => ({ path, before: snapshot.files.get(path), moved: false }));
+  const vanished: string[] = [];
+  const search = new MovedSearch(fs, diagnostics);
   for (const [path, before] of snapshot.files) {
-    if (present.has(path) && sameFile(path, before, fs)) continue;
-    const moved = findMoved(path, before, fs);
+    if (sameFile(path, before, fs)) {
+      // Still there under a name the patterns do not match (a follower keeps a renamed log).
+      if (!present.has(path)) targets.push({ path, before, moved: true });
+      continue;
+    }
+    const moved = search.find(path, before);
     if (!moved) {
-      if (!present.has(path)) diagnostics.push(`log ${path} vanished during the turn`);
+      if (!present.has(path)) {
+        diagnostics.push(`log ${path} vanished during the turn`);
+        vanished.push(path);
+      }
       continue;
     }
     // Renamed to a name the patterns also match: read it from the old offset, not from 0.
     const known = targets.find((t) => t.path === moved);
-    if (known && known.before === undefined) known.before = before, known.moved = true;
-    else if (!known) targets.push({ path: moved, before, moved: true });
+    if (known && known.before === undefined) {
+      known.before = before, known.moved = true, known.movedFrom = path;
+    } else if (!known) targets.push({ path: moved, before, moved: true, movedFrom: path });
   }
   const stats = await Promise.all(targets.map(async (t) => {
     try {
@@ -101,7 +128,7 @@ export async function scanAppended(
     return from !== null && t.stat.mtimeMs >= spawnedAt - MTIME_SLACK_MS &&
       t.stat.size > from.offset;
   }).sort((a, b) => b.stat.mtimeMs - a.stat.mtimeMs);
-  for (const [i, { path, before, moved }] of candidates.entries()) {
+  for (const [i, { path, before, moved, movedFrom }] of candidates.entries()) {
     let picked: { offset: number; reason: AppendedChunk["reason"] } | null = null;
     // The range is taken from the opened file's own fstat: the bytes of the file read.
     const read = await fs.read(path, (stat) => {
@@ -137,11 +164,12 @@ export async function scanAppended(
       text: new TextDecoder("utf-8", { fatal: false }).decode(read.bytes),
       mtimeMs: read.stat.mtimeMs,
       reason: got.reason,
+      ...(got.reason === "moved" && movedFrom !== undefined ? { movedFrom } : {}),
       file: read.stat,
     });
   }
   chunks.sort((a, b) => b.mtimeMs - a.mtimeMs);
-  return { chunks, diagnostics };
+  return { chunks, diagnostics, vanished };
 }
 
 /** Whether `path` still is the file the snapshot saw (same device and inode). */
@@ -156,23 +184,55 @@ function sameFile(path: string, before: FileStat, fs: LogFs): boolean {
 
 /**
  * Where a log file went when it was renamed during the turn (logrotate-style): the entry
- * of its directory with the same device and inode, or null.
+ * of its directory with the same device and inode. Each directory is listed once per scan,
+ * and at most MAX_MOVED_STATS entries are stat'ed in all (past that: a diagnostic, and the
+ * file counts as gone).
  */
-function findMoved(path: string, before: FileStat, fs: LogFs): string | null {
-  let names: string[];
-  try {
-    names = fs.readDir(dirname(path));
-  } catch {
+class MovedSearch {
+  readonly #fs: LogFs;
+  readonly #diagnostics: string[];
+  readonly #listed = new Map<string, string[]>();
+  #stats = 0;
+  #told = false;
+
+  constructor(fs: LogFs, diagnostics: string[]) {
+    this.#fs = fs;
+    this.#diagnostics = diagnostics;
+  }
+
+  find(path: string, before: FileStat): string | null {
+    const dir = dirname(path);
+    let names = this.#listed.get(dir);
+    if (!names) {
+      try {
+        names = this.#fs.readDir(dir);
+      } catch {
+        names = [];
+      }
+      this.#listed.set(dir, names);
+    }
+    // Rotated names keep the log's own name in them (agent.log.1, agent-2026-12-01.log): first.
+    const stem = basename(path).split(".")[0];
+    const likely = names.filter((n) => n.startsWith(stem));
+    for (const name of [...likely, ...names.filter((n) => !n.startsWith(stem))]) {
+      if (name === basename(path)) continue;
+      if (this.#stats >= MAX_MOVED_STATS) {
+        if (!this.#told) {
+          this.#diagnostics.push(
+            `log directory ${dir}: stopped looking for renamed logs after ${MAX_MOVED_STATS} entries`,
+          );
+          this.#told = true;
+        }
+        return null;
+      }
+      this.#stats++;
+      try {
+        const s = this.#fs.stat(join(dir, name));
+        if (s.dev === before.dev && s.ino === before.ino) return join(dir, name);
+      } catch {
+        // gone again, or unreadable: not the file we look for
+      }
+    }
     return null;
   }
-  for (const name of names) {
-    if (name === basename(path)) continue;
-    try {
-      const s = fs.stat(join(dirname(path), name));
-      if (s.dev === before.dev && s.ino === before.ino) return join(dirname(path), name);
-    } catch {
-      // gone again, or unreadable: not the file we look for
-    }
-  }
-  return null;
 }

@@ -53,9 +53,31 @@ function show(args) {
 for (const name of ["log", "info", "debug", "warn", "error", "trace", "dir", "table"]) {
   console[name] = (...args) => forward(show(args));
 }
+// What the plugin wrote to a stream since its last newline: stream writes are shown as whole
+// lines, so a secret written in pieces (`write("sk-ant-")`, `write("<the key>\n")`) reaches
+// the main thread's redaction whole. A partial line goes out when it reaches OUTPUT_BYTES
+// (past which all is dropped anyway) and at the end of the import and of each call.
+let partial = "";
+
+function forwardWritten(text) {
+  partial += text;
+  const nl = partial.lastIndexOf("\n");
+  if (nl === -1 && partial.length < OUTPUT_BYTES) return;
+  const whole = nl === -1 ? partial : partial.slice(0, nl + 1);
+  partial = nl === -1 ? "" : partial.slice(nl + 1);
+  forward(whole);
+}
+
+function flushWritten() {
+  if (partial === "") return;
+  const rest = partial;
+  partial = "";
+  forward(rest);
+}
+
 for (const stream of [process.stdout, process.stderr]) {
   stream.write = (chunk, ...rest) => {
-    forward(typeof chunk === "string" ? chunk : new TextDecoder().decode(chunk));
+    forwardWritten(typeof chunk === "string" ? chunk : new TextDecoder().decode(chunk));
     const done = rest.find((r) => typeof r === "function");
     if (done) done();
     return true;
@@ -166,6 +188,7 @@ function call(path, arg) {
     return { threw: errorText(err) };
   } finally {
     calling = false;
+    flushWritten();
   }
 }
 
@@ -177,6 +200,7 @@ parentPort.on("message", async (message) => {
     ready = new Promise((resolve) => (loaded = resolve));
     try {
       const mod = await import(message.url);
+      flushWritten();
       exported = mod.default;
       parentPort.postMessage({
         op: "loaded",
@@ -184,6 +208,7 @@ parentPort.on("message", async (message) => {
       });
       Atomics.store(ctrl, READY, 1);
     } catch (err) {
+      flushWritten();
       parentPort.postMessage({ op: "failed", message: errorText(err) });
       write({ threw: errorText(err) });
       Atomics.store(ctrl, READY, 2);

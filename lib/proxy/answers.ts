@@ -12,9 +12,10 @@
  * right before the prompt's response (a recovered reply).
  */
 import { encodeResponse, idKey, type JsonRpcId, type Message } from "../acp/jsonrpc.ts";
-import { joinBytes } from "../acp/lines.ts";
+import { joinBytes, lineEnding } from "../acp/lines.ts";
 import type { PendingRequest } from "../acp/tracker.ts";
-import { type Answer, answer, type AnswerEvent, type RequestView } from "./answer_rules.ts";
+import { type Answer, answer, type AnswerEvent, type RequestView, shown } from "./answer_rules.ts";
+import { idLexemeOf } from "./long_lines.ts";
 import type { TurnEnd } from "./conclude.ts";
 import type { TurnFinisher } from "./finish.ts";
 import { DROP, PASS, type Verdict } from "./relay.ts";
@@ -54,6 +55,28 @@ export class ClientAnswers {
   ): PendingRequest {
     this.#answered.delete(idKey(id));
     return this.#state.clientPending.add(id, method, sessionId, idLexeme);
+  }
+
+  /**
+   * A client request under an id the agent still owes a response to — turnguard answered
+   * that earlier request for it (`--fail-fast`, silence) and waits for the agent's late
+   * response only to swallow it: forwarded, the new request would be answered by that late
+   * response and its own answer dropped. It is answered at once with an error instead
+   * (the DROP verdict); null when the id is free.
+   */
+  reused(id: JsonRpcId, line: Uint8Array): Verdict | null {
+    if (this.#state.clientPending.get(id)?.answered !== true) return null;
+    this.#state.log(
+      `refused client request ${shown(id)}: the agent still owes its answer to the earlier ` +
+        `request under that id`,
+    );
+    return this.refused(
+      id,
+      idLexemeOf(line, id),
+      lineEnding(line),
+      "turnguard: the agent has not yet answered the earlier request under this id (turnguard " +
+        "answered it for the agent); this one was not forwarded: send it under a new id",
+    );
   }
 
   /** A client request past the in-flight cap (never sent to the agent): answered at once. */

@@ -1,7 +1,7 @@
 /**
  * Client → agent line routing: tracks the client's requests (a `session/prompt` starts a
  * turn), its cancels and its answers to the agent's requests; every line passes as it is
- * unless refused past the in-flight cap.
+ * unless refused past the in-flight cap or under an id the agent still owes an answer to.
  */
 import {
   isObject,
@@ -158,6 +158,8 @@ export class ClientLines implements LineReader {
     if (state.clientPending.full) {
       return refuse(state, { client: this.#answers }, message.id, line);
     }
+    const reused = this.#answers.reused(message.id, line);
+    if (reused) return reused;
     const sessionId = sessionIdOf(message.params);
     const idLexeme = idLexemeOf(line, message.id);
     this.#answers.request(message.id, message.method, sessionId, idLexeme);

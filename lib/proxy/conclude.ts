@@ -76,6 +76,12 @@ export interface Conclusion {
   decision: Decision;
   /** The response to send the client instead of the agent's; null: forward the agent's. */
   response: JsonObject | null;
+  /**
+   * The whole final answer recovered from the records (`reply.recovered` keeps only its
+   * first REPLY_TEXT_BYTES): what `--recover-replies` sends, so a client told the turn is
+   * `ok` lacks none of it. Bounded by the records' read budget (lib/io/bounded_read.ts).
+   */
+  recoveredText: string | null;
 }
 
 /** The message of an agent that died: `agent exited with status N: <stderr tail>`. */
@@ -222,7 +228,12 @@ export function concludeTurn(input: ConcludeInput): Conclusion {
   const left = attemptsNote(turn.agentAttempts);
   if (left) outcome.diagnostics.push(left);
   if (end.kind === "early") outcome.endedEarly = { reason: end.early.reason };
-  return { outcome, decision, response: replacement(input, outcome, decision) };
+  return {
+    outcome,
+    decision,
+    response: replacement(input, outcome, decision),
+    recoveredText: decision.recovered ? beyond?.unsentText ?? null : null,
+  };
 }
 
 /**

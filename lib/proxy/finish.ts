@@ -24,7 +24,7 @@ import {
   turnRecords,
   waitForEnd,
 } from "../cause/records_wait.ts";
-import { withPluginBudget } from "../plugin/budget.ts";
+import { type PluginLedger, pluginLedger, withPluginBudget } from "../plugin/budget.ts";
 import { type ConcludeInput, concludeTurn, type TurnEnd } from "./conclude.ts";
 import type { ProxyState } from "./state.ts";
 import {
@@ -69,6 +69,11 @@ export class TurnFinisher {
 
   /** Per session: the latest turn whose end began. */
   readonly #latest = new Map<string, number>();
+  /**
+   * Each turn's plugin budget, shared by every read of its records wait and late watch (a
+   * reader that loops is stopped once per turn, not on every read).
+   */
+  readonly #ledgers = new WeakMap<Turn, PluginLedger>();
 
   /**
    * The turn ended (`line`: the agent's response; null when turnguard answers): the bytes
@@ -160,7 +165,7 @@ export class TurnFinisher {
     const nth = 1 + (this.#owed.get(session) ?? 0);
     const waited = await waitForEnd(
       this.#waitIo(turn),
-      (read) => turnRecords(read, readers, nth),
+      (read) => turnRecords(read, readers, nth, this.#plugins(turn)),
       boundMs,
     );
     // Prompts that did not land yet may land in the next turn's records, before its own.
@@ -187,8 +192,9 @@ export class TurnFinisher {
    * right before the prompt's response (docs/PROXY.md). Not when a retry holds the response.
    */
   #deliverRecovered(turn: Turn, result: TurnEndResult, line: Uint8Array | null): void {
-    const recovered = result.outcome.reply.recovered;
-    if (!this.state.opts.recoverReplies || recovered === undefined || result.send === null) return;
+    // All of it, not the Outcome's capped copy: the client is told the turn is ok.
+    const recovered = result.recoveredText ?? result.outcome.reply.recovered;
+    if (!this.state.opts.recoverReplies || recovered == null || result.send === null) return;
     const message = {
       jsonrpc: "2.0",
       method: "session/update",
@@ -219,6 +225,13 @@ export class TurnFinisher {
     }
   }
 
+  /** The turn's plugin budget for its records (see `#ledgers`). */
+  #plugins(turn: Turn): PluginLedger {
+    let ledger = this.#ledgers.get(turn);
+    if (!ledger) this.#ledgers.set(turn, ledger = pluginLedger());
+    return ledger;
+  }
+
   /** The wait's clock and reads; it stops once the agent is gone (nothing more lands). */
   #waitIo(turn: Turn) {
     return {
@@ -245,7 +258,8 @@ export class TurnFinisher {
   ): void {
     const { readers = [] } = this.state.opts;
     const session = turn.sessionId;
-    const look = (read: RecordsRead) => turnRecords(read, readers, nth);
+    const plugins = this.#plugins(turn);
+    const look = (read: RecordsRead) => turnRecords(read, readers, nth, plugins);
     const watch = waitForEnd(this.#waitIo(turn), look, LATE_WATCH_MS, LATE_POLL_MS)
       .then((late) => {
         if (!late.ended) return;
@@ -259,7 +273,7 @@ export class TurnFinisher {
           ...this.#concludeInput(turn, end, endedAt, late.read, logs),
           recoverReplies: false,
         };
-        const again = withPluginBudget(() => concludeTurn(input)).outcome;
+        const again = withPluginBudget(() => concludeTurn(input), plugins).outcome;
         const revised = revisedOutcome(first.outcome, again, late.waitedMs);
         if (revised === null) return;
         this.state.log(

@@ -73,6 +73,8 @@ export interface TurnEndResult {
   send: Uint8Array | null;
   /** The response waits for a retry (the RetryHold took it). */
   held: boolean;
+  /** The whole recovered answer (Conclusion.recoveredText), when there is one. */
+  recoveredText?: string | null;
 }
 
 const NO_RETRY: RetryDecision = { kind: "none" };
@@ -108,7 +110,7 @@ export async function endTurn(
   // An attempt that will be retried is not the turn's Outcome (as in run mode, only the
   // last attempt's is); the journal has every attempt.
   guarded(log, () => steps.onOutcome?.(outcome));
-  return { outcome, retry, send: response, held: false };
+  return { outcome, retry, send: response, held: false, recoveredText: conclusion.recoveredText };
 }
 
 /** The bytes the client is answered with: turnguard's response, else the agent's line. */
