@@ -267,7 +267,9 @@ describe("SIGTERM in every state", () => {
           "--",
           "sh",
           "-c",
-          'echo $$ > "$0"; exec sleep 1000',
+          // Written whole or not at all: SIGTERM may land between the file's creation and
+          // the write, and an empty file would leave nothing to wait for.
+          'echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 1000',
           pidFile,
         ]);
         await new Promise((r) => setTimeout(r, delay));
@@ -278,6 +280,8 @@ describe("SIGTERM in every state", () => {
         // finishes (exit 143 once the agent it started got the signal).
         expect(r.at - from).toBeLessThan(30_000);
         expect(r.signal === "SIGTERM" || r.code === 143).toBe(true);
+        // An agent turnguard left running would still write its pid: give it the time to.
+        await new Promise((res) => setTimeout(res, 300));
         if (existsSync(pidFile)) {
           const pid = await pidIn(pidFile);
           try {
