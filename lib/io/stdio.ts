@@ -1,17 +1,30 @@
 /**
- * turnguard's own stdout and stderr. Under Bun, bytes go straight to the file descriptor
- * (`Bun.write`: every byte is written, waiting while a pipe is full); creating
- * `process.stdout` there costs about 8 ms and 6 MiB at every start. Elsewhere (Deno from
- * source) the Node streams are used. Either way every write is queued in order, and
- * `stdioIdle()` resolves once all of it has been handed to the operating system, so the
- * process can exit without cutting a byte.
+ * turnguard's own stdout and stderr. Under Bun, bytes go to the file descriptor on the
+ * runtime's thread pool (`fs.write`), never from the main thread: `Bun.write` to a full pipe
+ * blocks the whole thread in write(2), so a reader that stopped reading froze the relay, its
+ * timers and the SIGTERM handler. Writes queued while one is on its way are joined into the
+ * next (at most WRITE_SLICE bytes), so the hop to the pool is paid per batch, not per line.
+ * Creating `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it is
+ * not used there. Elsewhere (Deno from source) the Node streams are used. Either way every
+ * write is queued in order, and `stdioIdle()` resolves once all of it has been handed to the
+ * operating system, so the process can exit without cutting a byte.
  */
 import { write as fdWrite } from "node:fs";
 import type { Writable } from "node:stream";
 import { bun } from "./bun_api.ts";
 
-/** The largest piece handed to `Bun.write` at once. */
+/** The largest batch handed to the pool at once. */
 const WRITE_SLICE = 1024 * 1024;
+
+/** Writes queued while an earlier one is on its way: written together, in order. */
+interface Batch {
+  parts: Uint8Array[];
+  bytes: number;
+  /** Resolves once the batch is written (or dropped because the reader left). */
+  done: Promise<void>;
+}
+
+const encoder = new TextEncoder();
 
 /**
  * Most bytes queued for stderr while its reader does not take them (written on the thread
@@ -34,6 +47,8 @@ export class StdStream {
   #dropped = 0;
   #node: Writable | null = null;
   #writable: Writable | null = null;
+  /** Under Bun: the batch still waiting for its turn, which later writes join. */
+  #batch: Batch | null = null;
 
   constructor(readonly name: StdName) {}
 
@@ -43,7 +58,10 @@ export class StdStream {
   }
 
   /** Queues `data`; resolves once it is written (or dropped because the reader left). */
-  write(data: string | Uint8Array): Promise<void> {
+  write(text: string | Uint8Array): Promise<void> {
+    const pooled = bun !== undefined && this.#node === null;
+    // Under Bun the bytes themselves, so that stderr's queue counts what it drains.
+    const data = pooled && typeof text === "string" ? encoder.encode(text) : text;
     if (data.length === 0) return this.#tail;
     if (this.name === "stderr") {
       if (this.#queued + data.length > STDERR_QUEUE_BYTES) {
@@ -52,13 +70,11 @@ export class StdStream {
       }
       this.#queued += data.length;
     }
+    if (pooled && typeof data !== "string") return this.#batched(data);
     this.#pending++;
     this.#tail = this.#tail.then(async () => {
       try {
-        if (this.#broken) return;
-        if (bun && this.#node === null) {
-          await (this.name === "stderr" ? this.#poolWrite(data) : this.#bunWrite(bun, data));
-        } else await this.#nodeWrite(data);
+        if (!this.#broken) await this.#nodeWrite(data);
       } catch {
         this.#broken = true;
       } finally {
@@ -67,6 +83,34 @@ export class StdStream {
       }
     });
     return this.#tail;
+  }
+
+  /**
+   * Under Bun: joins `data` to the batch still waiting for its turn, or opens one; a batch
+   * goes to the pool once every write before it is out.
+   */
+  #batched(bytes: Uint8Array): Promise<void> {
+    const open = this.#batch;
+    if (open !== null && open.bytes + bytes.length <= WRITE_SLICE) {
+      open.parts.push(bytes);
+      open.bytes += bytes.length;
+      return open.done;
+    }
+    const batch: Batch = { parts: [bytes], bytes: bytes.length, done: this.#tail };
+    this.#batch = batch;
+    this.#pending++;
+    this.#tail = batch.done = this.#tail.then(async () => {
+      if (this.#batch === batch) this.#batch = null;
+      try {
+        if (!this.#broken) await this.#poolWrite(joined(batch));
+      } catch {
+        this.#broken = true;
+      } finally {
+        this.#pending--;
+        if (this.name === "stderr") this.#drained(batch.bytes);
+      }
+    });
+    return batch.done;
   }
 
   /** stderr took `n` queued bytes; once all is out, says what was dropped meanwhile. */
@@ -81,34 +125,26 @@ export class StdStream {
   }
 
   /**
-   * Writes through `Bun.write` in slices of at most WRITE_SLICE bytes: what a full pipe
-   * does not take at once is copied by the runtime, so a long line costs a slice of copy,
-   * not a second copy of the line.
+   * Writes on the runtime's thread pool (`fs.write`). `Bun.write` of a small piece to a pipe
+   * that is full blocks the whole thread in write(2): a reader that never reads turnguard's
+   * stderr or stdout froze the relay, its timers and its SIGTERM handler
+   * (tests/e2e/hostile_live.test.ts "turnguard's stderr, never read"; tests/e2e/ending.test.ts "a client that stops
+   * reading"). A descriptor left non-blocking by whoever started turnguard answers EAGAIN:
+   * the write is tried again.
    */
-  async #bunWrite(api: NonNullable<typeof bun>, data: string | Uint8Array): Promise<void> {
-    const dest = api[this.name];
-    if (typeof data === "string" || data.length <= WRITE_SLICE) {
-      await api.write(dest, data);
-      return;
-    }
-    for (let at = 0; at < data.length; at += WRITE_SLICE) {
-      await api.write(dest, data.subarray(at, at + WRITE_SLICE));
-    }
-  }
-
-  /**
-   * stderr under Bun: written on the runtime's thread pool (`fs.write`). `Bun.write` of a
-   * small piece to a pipe that is full blocks the whole thread in write(2): a client that
-   * never reads turnguard's stderr froze the relay, its timers and its SIGTERM handler
-   * (tests/e2e/hostile_live.test.ts "turnguard's stderr, never read"). A descriptor left
-   * non-blocking by whoever started turnguard answers EAGAIN: the write is tried again.
-   */
-  async #poolWrite(data: string | Uint8Array): Promise<void> {
-    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  async #poolWrite(bytes: Uint8Array): Promise<void> {
+    const fd = this.name === "stderr" ? 2 : 1;
     for (let at = 0; at < bytes.length;) {
       try {
         at += await new Promise<number>((resolve, reject) =>
-          fdWrite(2, bytes, at, bytes.length - at, null, (err, n) => err ? reject(err) : resolve(n))
+          fdWrite(
+            fd,
+            bytes,
+            at,
+            bytes.length - at,
+            null,
+            (err, n) => err ? reject(err) : resolve(n),
+          )
         );
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
@@ -178,6 +214,18 @@ export class StdStream {
       });
     }
   }
+}
+
+/** A batch's parts as one piece (the one part itself when there is one). */
+function joined(batch: Batch): Uint8Array {
+  if (batch.parts.length === 1) return batch.parts[0];
+  const out = new Uint8Array(batch.bytes);
+  let at = 0;
+  for (const part of batch.parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
 
 function brokenPipe(): Error {

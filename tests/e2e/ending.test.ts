@@ -182,6 +182,50 @@ describe("an agent flooding stdout (yes) with --grace 1", () => {
   });
 });
 
+describe("a client that stops reading turnguard's stdout", () => {
+  test("SIGTERM still ends it: no write holds the main thread", async () => {
+    // The client's side of the wire is a FIFO held open by a reader that never reads: once
+    // the pipe is full, a write that waits in write(2) on the main thread would keep the
+    // SIGTERM handler from ever running (it did: turnguard ran on until SIGKILL).
+    const s = scratch();
+    const fifo = join(s.dir, "wire");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    const reader = spawn("sh", ["-c", 'exec sleep 1000 < "$0"', fifo], { stdio: "ignore" });
+    try {
+      const child = spawn(
+        "sh",
+        [
+          "-c",
+          'exec "$0" proxy --no-journal --config "$1" --grace 1 -- yes > "$2"',
+          BIN,
+          s.config,
+          fifo,
+        ],
+        { stdio: ["pipe", "ignore", "ignore"], env: testEnv(s, {}), cwd: s.dir },
+      );
+      child.stdin!.on("error", () => {});
+      const ended = new Promise<{ code: number | null; at: number }>((res) =>
+        child.once("exit", (code) => res({ code, at: performance.now() }))
+      );
+      await until(() => childrenOf(child.pid!) !== "");
+      // Time for the flood to fill the pipe.
+      await new Promise((r) => setTimeout(r, 1500));
+      const from = performance.now();
+      child.kill("SIGTERM");
+      const r = await Promise.race([
+        ended,
+        new Promise<null>((res) => setTimeout(() => res(null), 45_000)),
+      ]);
+      if (r === null) child.kill("SIGKILL");
+      expect(r).not.toBeNull();
+      expect(r!.at - from).toBeLessThan(45_000);
+      expect(r!.code).toBe(143);
+    } finally {
+      reader.kill("SIGKILL");
+    }
+  });
+});
+
 // A daemon that leaves the agent's process group and session (setsid), writes its pid.
 const DAEMON = `setsid sh -c 'echo $$ > "$1"; exec sleep 1000' sh "$0" </dev/null >/dev/null 2>&1 &
   sleep 0.2; exit 0`;
