@@ -4,6 +4,7 @@
  * wait`, `log` and `retry` are thin shells over it. Whether a turn's process still runs is
  * not in the journal: the shells check it and pass it in (`withOwner`).
  */
+import * as v from "valibot";
 import {
   type AgentAttemptRecord,
   type JournalRecord,
@@ -16,7 +17,7 @@ import {
   type TurnRevised,
   writerKey,
 } from "./records.ts";
-import type { AgentAttempt, Outcome } from "../core/outcome.ts";
+import { type AgentAttempt, AgentAttemptSchema, type Outcome } from "../core/outcome.ts";
 import type { OwnerState } from "./process_identity.ts";
 import type { RecordsRead } from "./reader.ts";
 
@@ -215,18 +216,8 @@ export function withAgentAttempt(
   seen: AgentAttemptsView | null,
   r: AgentAttemptRecord,
 ): AgentAttemptsView {
-  const attempt: AgentAttempt = {
-    n: r.n,
-    at: r.at,
-    cause: r.cause,
-    category: r.category,
-    ...(r.code === undefined ? {} : { code: r.code }),
-    retryable: r.retryable,
-    ...(r.nextInMs === undefined ? {} : { nextInMs: r.nextInMs }),
-    ...(r.agentN === undefined ? {} : { agentN: r.agentN }),
-    ...(r.retryAfterMs === undefined ? {} : { retryAfterMs: r.retryAfterMs }),
-    source: r.source,
-  };
+  // The attempt's own fields, as its schema names them (the journal's common fields dropped).
+  const attempt: AgentAttempt = v.parse(AgentAttemptSchema(), r);
   const recent = [...(seen?.recent ?? []), attempt];
   return {
     count: (seen?.count ?? 0) + 1,
