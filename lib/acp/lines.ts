@@ -14,6 +14,10 @@ const LF = 0x0a;
 
 /** Held bytes of one line beyond which they are copied into one growing buffer. */
 const GROW_FROM = 1024 * 1024;
+/** The longest line that spanned chunks joined in the reused scratch buffer for a look. */
+const SCRATCH_MAX = 1024 * 1024;
+/** The scratch buffer's first size. */
+const SCRATCH_MIN = 64 * 1024;
 /** The largest inspection limit a growing buffer reserves room for (else pieces are joined). */
 const GROW_MAX = 4 * 1024 * 1024 * 1024;
 
@@ -36,17 +40,24 @@ export type Segment =
   /** A complete line with its terminator (`\n` or `\r\n`; none for a last line at EOF). */
   | { kind: "line"; bytes: Uint8Array; at: number }
   /** Bytes of a line longer than the limit: forwarded uninspected; `end` when it finishes. */
-  | { kind: "pass"; bytes: Uint8Array; end: boolean; at: number };
+  | { kind: "pass"; bytes: Uint8Array; end: boolean; at: number }
+  /**
+   * A piece of a line that spanned chunks and that `look` dealt with: forwarded as it is.
+   * The pieces are the line's own bytes as they came (views of their chunks), never a copy.
+   */
+  | { kind: "seen"; bytes: Uint8Array; at: number };
 
 /** Receives the segments of each pushed chunk, in order. */
 export type SegmentSink = (segment: Segment) => void;
 
 /**
- * Looks at a complete line lying within the pushed chunk, `chunk[start, end)`, before a
- * segment is made of it: true when it was dealt with (the consumer knows it by its
- * offsets; no view of it is made). The common lines cost no allocation this way.
+ * Looks at a complete line, `bytes[start, end)`, before a segment is made of it: true when
+ * it was dealt with. `bytes` is the pushed chunk (the consumer knows the line by its
+ * offsets; no view of it is made) or, for a line that spanned chunks, a scratch copy that
+ * is overwritten by the next such line: a look keeps nothing of `bytes`. The common lines
+ * cost no allocation this way.
  */
-export type LineLook = (start: number, end: number) => boolean;
+export type LineLook = (bytes: Uint8Array, start: number, end: number) => boolean;
 
 /**
  * Splits a byte stream into lines. Segments are subarrays of the pushed chunks whenever a
@@ -58,6 +69,8 @@ export class LineSplitter {
   /** The held line's bytes copied into one growing buffer, once it is long (see GROW_FROM). */
   #grown: ArrayBuffer | null = null;
   #oversize = false;
+  /** Where a line that spanned chunks is joined for a look (see #lookHeld). */
+  #scratch = new Uint8Array(0);
 
   /** `limit`: the longest line, terminator included, that is returned whole. */
   constructor(readonly limit: number = DEFAULT_INSPECT_LIMIT) {
@@ -108,7 +121,7 @@ export class LineSplitter {
       } else if (nl === -1) {
         this.#hold(chunk);
         return;
-      } else {
+      } else if (look === undefined || !this.#lookHeld(chunk, end, emit, look)) {
         this.#hold(chunk.subarray(0, end));
         emit({ kind: "line", bytes: this.#takeHeld(), at: -1 });
       }
@@ -118,7 +131,7 @@ export class LineSplitter {
     for (;;) {
       const nl = chunk.indexOf(LF, start);
       if (nl === -1) break;
-      if (look !== undefined && nl + 1 - start <= limit && look(start, nl + 1)) {
+      if (look !== undefined && nl + 1 - start <= limit && look(chunk, start, nl + 1)) {
         start = nl + 1;
         continue;
       }
@@ -138,6 +151,31 @@ export class LineSplitter {
     } else {
       this.#hold(chunk.subarray(start));
     }
+  }
+
+  /**
+   * The held line ends at `chunk[0, end)`: `look` is shown it whole in the scratch buffer
+   * (one copy into memory used before, not a fresh allocation per line: on a stream of long
+   * lines that allocation was the relay's largest cost, its pages new each time). When the
+   * look deals with it, its pieces go out as they came (true); else false, and nothing
+   * changed.
+   */
+  #lookHeld(chunk: Uint8Array, end: number, emit: SegmentSink, look: LineLook): boolean {
+    const total = this.#heldBytes + end;
+    if (this.#grown !== null || total > SCRATCH_MAX) return false;
+    if (this.#scratch.length < total) {
+      const grown = Math.max(total, 2 * this.#scratch.length, SCRATCH_MIN);
+      this.#scratch = new Uint8Array(Math.min(SCRATCH_MAX, grown));
+    }
+    const scratch = this.#scratch;
+    let at = 0;
+    for (const piece of this.#held) scratch.set(piece, at), at += piece.length;
+    scratch.set(chunk.subarray(0, end), at);
+    if (!look(scratch, 0, total)) return false;
+    for (const piece of this.#held) emit({ kind: "seen", bytes: piece, at: -1 });
+    this.#clearHeld();
+    emit({ kind: "seen", bytes: chunk.subarray(0, end), at: 0 });
+    return true;
   }
 
   /** Ends the stream: an unterminated last line comes out as it is. */
@@ -194,9 +232,10 @@ export class LineSplitter {
 
 /**
  * The bytes as a plain Uint8Array (no copy). Segments are views of their chunk, one per
- * line: a view of a Node Buffer is a Buffer, which costs Bun a prototype change each.
+ * line: a view of a Node Buffer is a Buffer, which costs Bun a prototype change each. A
+ * caller that tells the chunk by identity (a LineLook's `bytes`) pushes this view.
  */
-function plainView(chunk: Uint8Array): Uint8Array {
+export function plainView(chunk: Uint8Array): Uint8Array {
   return Object.getPrototypeOf(chunk) === Uint8Array.prototype
     ? chunk
     : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);

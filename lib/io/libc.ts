@@ -1,7 +1,8 @@
 /**
- * The two C library calls the runtimes do not offer, through Bun's FFI where it is there:
- * `waitpid` on one pid (PID 1 reaps the orphans handed to it) and `poll` for a hang-up
- * (the client's leaving is seen while reading from it is paused). Elsewhere (Deno from
+ * The C library calls the runtimes do not offer, through Bun's FFI where it is there:
+ * `waitpid` on one pid (PID 1 reaps the orphans handed to it), `poll` for a hang-up (the
+ * client's leaving is seen while reading from it is paused) and `send` that never waits
+ * (turnguard's stdout written from the main thread while the socket has room). Elsewhere (Deno from
  * source, a C library that does not load) `libc()` is null and callers do without.
  */
 
@@ -11,12 +12,22 @@ export interface Libc {
   reap(pid: number): number;
   /** Whether the peer of descriptor `fd` (a pipe's writers, a socket's peer) hung up. */
   hungUp(fd: number): boolean;
+  /**
+   * `sendmsg(fd, parts, MSG_DONTWAIT | MSG_NOSIGNAL)`: what a socket takes of `parts` (at
+   * most IOV_MAX of them) now, in one call, never waiting and never raising SIGPIPE; -1
+   * when it takes nothing (full, or failed).
+   */
+  sendNow(fd: number, parts: readonly Uint8Array[]): number;
 }
 
 const WNOHANG = 1;
 const POLLERR = 0x8;
 const POLLHUP = 0x10;
 const POLLRDHUP = 0x2000;
+const MSG_DONTWAIT = 0x40;
+const MSG_NOSIGNAL = 0x4000;
+/** The most pieces one writev(2) or sendmsg(2) takes (Linux's IOV_MAX). */
+export const IOV_MAX = 1024;
 
 /** Library names tried in order: glibc, then musl (Alpine). */
 const NAMES = ["libc.so.6", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1", "libc.so"];
@@ -37,7 +48,10 @@ export function libc(): Promise<Libc | null> {
 }
 
 async function load(): Promise<Libc | null> {
-  if (process.platform !== "linux") return null;
+  // The structures sendmsg is handed are laid out for a 64-bit little-endian ABI.
+  if (process.platform !== "linux" || (process.arch !== "x64" && process.arch !== "arm64")) {
+    return null;
+  }
   let ffi: BunFfi;
   try {
     // Named through a variable: Deno type-checks this file and has no such module.
@@ -51,9 +65,12 @@ async function load(): Promise<Libc | null> {
       const { symbols } = ffi.dlopen(name, {
         waitpid: { args: ["i32", "ptr", "i32"], returns: "i32" },
         poll: { args: ["ptr", "u64", "i32"], returns: "i32" },
+        sendmsg: { args: ["i32", "ptr", "i32"], returns: "i64" },
       });
       // struct pollfd { int fd; short events; short revents; }, little-endian.
       const pollfd = new Int32Array(2);
+      const msghdr = new BigUint64Array(7);
+      let iov = new BigUint64Array(2 * 16);
       return {
         reap: (pid) => symbols.waitpid(pid, null, WNOHANG),
         hungUp: (fd) => {
@@ -61,6 +78,20 @@ async function load(): Promise<Libc | null> {
           pollfd[1] = POLLRDHUP;
           if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return false;
           return (((pollfd[1] >>> 16) & 0xffff) & (POLLHUP | POLLRDHUP | POLLERR)) !== 0;
+        },
+        sendNow: (fd, parts) => {
+          // struct iovec { void *base; size_t len; }[n] and struct msghdr { name, namelen,
+          // iov, iovlen, control, controllen, flags } on a 64-bit little-endian ABI (musl's
+          // 32-bit lengths with their padding read the same).
+          const n = Math.min(parts.length, IOV_MAX);
+          if (iov.length < 2 * n) iov = new BigUint64Array(2 * Math.max(n, iov.length));
+          for (let i = 0; i < n; i++) {
+            iov[2 * i] = BigInt(ffi.ptr(parts[i]) as number);
+            iov[2 * i + 1] = BigInt(parts[i].length);
+          }
+          msghdr[2] = BigInt(ffi.ptr(iov) as number);
+          msghdr[3] = BigInt(n);
+          return Number(symbols.sendmsg(fd, ffi.ptr(msghdr), MSG_DONTWAIT | MSG_NOSIGNAL));
         },
       };
     } catch { /* not this one */ }

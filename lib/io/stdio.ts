@@ -9,9 +9,11 @@
  * write is queued in order, and `stdioIdle()` resolves once all of it has been handed to the
  * operating system, so the process can exit without cutting a byte.
  */
-import { write as fdWrite } from "node:fs";
+import { writev as fdWritev } from "node:fs";
 import type { Writable } from "node:stream";
 import { bun } from "./bun_api.ts";
+import { descriptorKind, type DirectWrite, directWriter } from "./direct_write.ts";
+import { IOV_MAX, libc } from "./libc.ts";
 
 /** The largest batch handed to the pool at once. */
 const WRITE_SLICE = 1024 * 1024;
@@ -25,6 +27,8 @@ interface Batch {
 }
 
 const encoder = new TextEncoder();
+/** What a write already done returns. */
+const WRITTEN: Promise<void> = Promise.resolve();
 
 /**
  * Most bytes queued for stderr while its reader does not take them (written on the thread
@@ -49,6 +53,8 @@ export class StdStream {
   #writable: Writable | null = null;
   /** Under Bun: the batch still waiting for its turn, which later writes join. */
   #batch: Batch | null = null;
+  /** Under Bun: how to write without waiting (null: none; undefined: not yet asked). */
+  #direct: DirectWrite | null | undefined = undefined;
 
   constructor(readonly name: StdName) {}
 
@@ -62,15 +68,9 @@ export class StdStream {
     const pooled = bun !== undefined && this.#node === null;
     // Under Bun the bytes themselves, so that stderr's queue counts what it drains.
     const data = pooled && typeof text === "string" ? encoder.encode(text) : text;
+    if (typeof data !== "string" && pooled) return this.writeParts([data]) ?? WRITTEN;
     if (data.length === 0) return this.#tail;
-    if (this.name === "stderr") {
-      if (this.#queued + data.length > STDERR_QUEUE_BYTES) {
-        this.#dropped += data.length;
-        return this.#tail;
-      }
-      this.#queued += data.length;
-    }
-    if (pooled && typeof data !== "string") return this.#batched(data);
+    if (this.#overQueue(data.length)) return this.#tail;
     this.#pending++;
     this.#tail = this.#tail.then(async () => {
       try {
@@ -83,6 +83,52 @@ export class StdStream {
       }
     });
     return this.#tail;
+  }
+
+  /**
+   * Writes `parts`, in order: at once from the main thread when nothing is queued before
+   * them and the stream takes them all now (then undefined: no promise is made on the hot
+   * path), else what is left is queued as `write` does (the promise resolves once it is
+   * out, or dropped). Several parts go out in one system call (writev, sendmsg): a write
+   * per part woke the reader once per part.
+   */
+  writeParts(parts: readonly Uint8Array[]): Promise<void> | undefined {
+    let total = 0;
+    for (const part of parts) total += part.length;
+    if (total === 0) return this.#pending > 0 ? this.#tail : undefined;
+    if (bun === undefined || this.#node !== null) {
+      let last: Promise<void> | undefined;
+      for (const part of parts) last = this.write(part);
+      return last;
+    }
+    if (this.#overQueue(total)) return this.#tail;
+    let from = 0;
+    let cut = 0;
+    if (this.#pending === 0 && !this.#broken) {
+      const direct = this.#directWriter();
+      let n = direct === null ? 0 : direct(parts);
+      if (n > 0 && this.name === "stderr") this.#drained(n);
+      if (n === total) return undefined;
+      while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
+      cut = n;
+    }
+    let done: Promise<void> = this.#tail;
+    for (let i = from; i < parts.length; i++) {
+      const part = i === from && cut > 0 ? parts[i].subarray(cut) : parts[i];
+      if (part.length > 0) done = this.#batched(part);
+    }
+    return done;
+  }
+
+  /** stderr: counts `n` more bytes queued; true (and counted as dropped) past its bound. */
+  #overQueue(n: number): boolean {
+    if (this.name !== "stderr") return false;
+    if (this.#queued + n > STDERR_QUEUE_BYTES) {
+      this.#dropped += n;
+      return true;
+    }
+    this.#queued += n;
+    return false;
   }
 
   /**
@@ -102,7 +148,7 @@ export class StdStream {
     this.#tail = batch.done = this.#tail.then(async () => {
       if (this.#batch === batch) this.#batch = null;
       try {
-        if (!this.#broken) await this.#poolWrite(joined(batch));
+        if (!this.#broken) await this.#out(batch.parts);
       } catch {
         this.#broken = true;
       } finally {
@@ -125,6 +171,34 @@ export class StdStream {
   }
 
   /**
+   * Writes a batch: what the stream takes now from the main thread (lib/io/direct_write.ts),
+   * the rest on the thread pool.
+   */
+  async #out(parts: Uint8Array[]): Promise<void> {
+    const direct = this.#directWriter();
+    if (direct !== null) {
+      let n = direct(parts);
+      let from = 0;
+      while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
+      if (from === parts.length) return;
+      parts = parts.slice(from);
+      if (n > 0) parts[0] = parts[0].subarray(n);
+    }
+    await this.#poolWrite(parts);
+  }
+
+  /** The stream's direct writer, set up at its first batch (a socket's once libc loads). */
+  #directWriter(): DirectWrite | null {
+    if (this.#direct !== undefined) return this.#direct;
+    const fd = this.name === "stderr" ? 2 : 1;
+    const kind = descriptorKind(fd);
+    this.#direct = null;
+    if (kind !== "socket") this.#direct = directWriter(fd, kind, null);
+    else void libc().then((c) => this.#direct = directWriter(fd, kind, c));
+    return this.#direct;
+  }
+
+  /**
    * Writes on the runtime's thread pool (`fs.write`). `Bun.write` of a small piece to a pipe
    * that is full blocks the whole thread in write(2): a reader that never reads turnguard's
    * stderr or stdout froze the relay, its timers and its SIGTERM handler
@@ -132,24 +206,26 @@ export class StdStream {
    * reading"). A descriptor left non-blocking by whoever started turnguard answers EAGAIN:
    * the write is tried again.
    */
-  async #poolWrite(bytes: Uint8Array): Promise<void> {
+  async #poolWrite(parts: Uint8Array[]): Promise<void> {
     const fd = this.name === "stderr" ? 2 : 1;
-    for (let at = 0; at < bytes.length;) {
+    // The batch's parts go out as they are (writev), never copied into one piece: a copy
+    // cost the relay more than the write itself.
+    let from = 0;
+    while (from < parts.length) {
+      const iov = parts.slice(from, from + IOV_MAX);
+      let n: number;
       try {
-        at += await new Promise<number>((resolve, reject) =>
-          fdWrite(
-            fd,
-            bytes,
-            at,
-            bytes.length - at,
-            null,
-            (err, n) => err ? reject(err) : resolve(n),
-          )
+        n = await new Promise<number>((resolve, reject) =>
+          fdWritev(fd, iov, null, (err, written) => err ? reject(err) : resolve(written))
         );
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
         await new Promise((resolve) => setTimeout(resolve, 10));
+        continue;
       }
+      // Past the parts written whole; a part written in part keeps its rest.
+      while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
+      if (n > 0) parts[from] = parts[from].subarray(n);
     }
   }
 
@@ -214,18 +290,6 @@ export class StdStream {
       });
     }
   }
-}
-
-/** A batch's parts as one piece (the one part itself when there is one). */
-function joined(batch: Batch): Uint8Array {
-  if (batch.parts.length === 1) return batch.parts[0];
-  const out = new Uint8Array(batch.bytes);
-  let at = 0;
-  for (const part of batch.parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 function brokenPipe(): Error {

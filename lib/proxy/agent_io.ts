@@ -44,6 +44,8 @@ export interface ByteSource {
  */
 export interface ByteSink {
   write(bytes: Uint8Array): boolean;
+  /** Writes several pieces at once, in order (one system call where it can); as `write`. */
+  writev?(parts: readonly Uint8Array[]): boolean;
   end(): void;
   on(event: "drain" | "error", listener: () => void): unknown;
 }
@@ -355,10 +357,17 @@ class StdSink extends SinkEvents implements ByteSink {
     super();
   }
   write(bytes: Uint8Array): boolean {
+    return this.writev([bytes]);
+  }
+  writev(parts: readonly Uint8Array[]): boolean {
     if (this.#failed) return true;
-    this.#queued += bytes.length;
-    void this.std.write(bytes).then(() => {
-      this.#queued -= bytes.length;
+    const queued = this.std.writeParts(parts);
+    if (queued === undefined) return !this.#full;
+    let bytes = 0;
+    for (const part of parts) bytes += part.length;
+    this.#queued += bytes;
+    void queued.then(() => {
+      this.#queued -= bytes;
       if (this.std.broken) {
         if (!this.#failed) this.#failed = true, this.emit("error");
       } else if (this.#full && this.#queued === 0) {

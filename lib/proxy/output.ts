@@ -4,6 +4,7 @@
  * between lines, never inside one that is still streaming; and the source is paused while
  * the sink or the queue is full.
  */
+import { joinBytes } from "../acp/lines.ts";
 import type { ByteSink } from "./agent_io.ts";
 
 const LF = 0x0a;
@@ -21,6 +22,12 @@ export const HIGH_WATER = 4 * 1024 * 1024;
  * (`onOwnPressure`). A peer that reads never gets near it.
  */
 export const OWN_HIGH_WATER = 1024 * 1024;
+
+/**
+ * Pieces forwarded together up to this size are copied into one write when the sink takes
+ * one piece at a time (a Node stream); written apart beyond.
+ */
+const JOIN_MAX_BYTES = 16 * 1024;
 
 type Entry = { bytes: Uint8Array | null; ready: boolean };
 
@@ -89,6 +96,32 @@ export class LineOutput {
     }
     this.#atBoundary = bytes[bytes.length - 1] === LF;
     this.#enqueue({ bytes, ready: true });
+  }
+
+  /**
+   * Forwards several pieces, in order, as `write` would one by one; to a sink that takes
+   * pieces at once (`writev`) they go in one call when nothing waits before them.
+   */
+  writeParts(parts: readonly Uint8Array[]): void {
+    const sink = this.#sink;
+    if (sink.writev === undefined || this.#waiting.length > 0 || this.#queue.length > 0) {
+      let total = 0;
+      for (const part of parts) total += part.length;
+      if (sink.writev === undefined && total <= JOIN_MAX_BYTES) this.write(joinBytes(parts, total));
+      else for (const part of parts) this.write(part);
+      return;
+    }
+    let total = 0;
+    for (const part of parts) total += part.length;
+    if (total === 0 || this.#broken) return;
+    const last = parts[parts.length - 1];
+    this.#atBoundary = last[last.length - 1] === LF;
+    const accepted = sink.writev(parts);
+    if (!accepted || this.#sinkFull) {
+      this.#sinkFull = true;
+      this.#unflushed += total;
+      this.#pressure();
+    }
   }
 
   /**

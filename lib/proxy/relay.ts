@@ -6,7 +6,7 @@
 import { Buffer } from "node:buffer";
 import { errorText } from "../errors.ts";
 import type { LineSink } from "../io/output.ts";
-import { joinBytes, type LineSplitter, type Segment } from "../acp/lines.ts";
+import { type LineSplitter, plainView, type Segment } from "../acp/lines.ts";
 import type { LineOutput } from "./output.ts";
 
 /**
@@ -73,9 +73,6 @@ export class SourceHold {
   }
 }
 
-/** Pieces of one chunk are copied into one write up to this size, written apart beyond. */
-const JOIN_MAX_BYTES = 16 * 1024;
-
 /**
  * The last resort around reading a line: whatever it throws (a bug, a runtime limit the
  * bounds missed), the line still passes and the proxy goes on; the failure is said on
@@ -113,8 +110,9 @@ export interface LineReader {
   /** A piece of a line too long to inspect, while it passes. */
   passing?(piece: Uint8Array, end: boolean): void;
   /**
-   * A line inside the chunk, `bytes[start, end)`, looked at before a view of it is made:
-   * true when it passes as it is, false to have it read whole by `line`.
+   * A line, `bytes[start, end)`, looked at before a view of it is made: true when it passes
+   * as it is, false to have it read whole by `line`. `bytes` is the chunk, or a scratch copy
+   * of a line that spanned chunks (lib/acp/lines.ts LineLook): nothing of it may be kept.
    */
   quick?(bytes: Uint8Array, start: number, end: number): boolean;
 }
@@ -127,10 +125,11 @@ export function pump(
   reader: LineReader,
   guard: Guard,
 ): void {
+  // The splitter looks at this very view: a look's `bytes` is the chunk or a scratch copy.
+  chunk = plainView(chunk);
   // Pieces to write, and the current run of adjacent bytes of this chunk (kept as
   // offsets until it is cut: adjacent bytes of the chunk are in their order).
   const pieces: Uint8Array[] = [];
-  let size = 0;
   let inRun = false;
   let runStart = 0;
   let runEnd = 0;
@@ -153,16 +152,19 @@ export function pump(
     cutRun();
     if (pieces.length === 0) return;
     if (pieces.length === 1) out.write(pieces[0]);
-    else if (size <= JOIN_MAX_BYTES) out.write(joinBytes(pieces, size));
-    else for (const piece of pieces) out.write(piece);
+    else out.writeParts(pieces);
     pieces.length = 0;
-    size = 0;
   };
   const passing = reader.passing;
   const quick = reader.quick;
   splitter.push(
     chunk,
     (segment) => {
+      if (segment.kind === "seen") {
+        if (segment.at === -1) cutRun(), pieces.push(segment.bytes);
+        else addRun(segment.at, segment.bytes.length);
+        return;
+      }
       if (segment.kind === "pass" && passing) {
         guard.run("a long line", () => passing.call(reader, segment.bytes, segment.end), undefined);
       }
@@ -170,28 +172,27 @@ export function pump(
         ? guard.run("a line", () => reader.line(segment.bytes), PASS)
         : PASS;
       if (verdict === null) {
-        const length = segment.bytes.length;
-        size += length;
         if (segment.at === -1) {
           cutRun();
           pieces.push(segment.bytes);
         } else {
-          addRun(segment.at, length);
+          addRun(segment.at, segment.bytes.length);
         }
         return;
       }
       flush();
       apply(verdict, out);
     },
-    quick && ((start, end) => {
+    quick && ((bytes, start, end) => {
       let passed: boolean;
       try {
-        passed = quick.call(reader, chunk, start, end);
+        passed = quick.call(reader, bytes, start, end);
       } catch (err) {
         guard.failed("a line", err);
         passed = true;
       }
-      if (passed) size += end - start, addRun(start, end - start);
+      // A line of this chunk joins its run; a line that spanned chunks comes as "seen".
+      if (passed && bytes === chunk) addRun(start, end - start);
       return passed;
     }),
   );

@@ -9,13 +9,48 @@ function split(limit: number, chunks: string[], end = true): Array<[string, stri
   const splitter = new LineSplitter(limit);
   const out: Array<[string, string, boolean?]> = [];
   const emit = (s: Segment) =>
-    out.push(s.kind === "line" ? ["line", dec(s.bytes)] : ["pass", dec(s.bytes), s.end]);
+    out.push(s.kind === "pass" ? ["pass", dec(s.bytes), s.end] : [s.kind, dec(s.bytes)]);
   for (const c of chunks) splitter.push(enc(c), emit);
   if (end) splitter.end(emit);
   return out;
 }
 
 describe("LineSplitter", () => {
+  test("a line that spans chunks is looked at in one reused buffer; its pieces pass uncopied", () => {
+    const splitter = new LineSplitter(1024);
+    const chunks = [enc("a1\nbb"), enc("bb\ncc"), enc("c"), enc("cc\nd\n")];
+    const looks: Array<{ bytes: Uint8Array; text: string }> = [];
+    const segments: Array<{ kind: string; text: string; own: boolean }> = [];
+    for (const chunk of chunks) {
+      splitter.push(
+        chunk,
+        (seg) =>
+          segments.push({
+            kind: seg.kind,
+            text: dec(seg.bytes),
+            own: chunks.some((c) => c.buffer === seg.bytes.buffer),
+          }),
+        (bytes, start, end) => {
+          looks.push({ bytes, text: dec(bytes.subarray(start, end)) });
+          return dec(bytes.subarray(start, end)) !== "d\n";
+        },
+      );
+    }
+    expect(looks.map((l) => l.text)).toEqual(["a1\n", "bbbb\n", "ccccc\n", "d\n"]);
+    // The two spanning lines were shown in the same scratch buffer, not a chunk.
+    expect(looks[1].bytes).toBe(looks[2].bytes);
+    expect(chunks.some((c) => c.buffer === looks[1].bytes.buffer)).toBe(false);
+    // What the look passed comes out as the chunks' own bytes; what it did not, as a line.
+    expect(segments).toEqual([
+      { kind: "seen", text: "bb", own: true },
+      { kind: "seen", text: "bb\n", own: true },
+      { kind: "seen", text: "cc", own: true },
+      { kind: "seen", text: "c", own: true },
+      { kind: "seen", text: "cc\n", own: true },
+      { kind: "line", text: "d\n", own: true },
+    ]);
+  });
+
   test("a long line spanning many chunks comes out whole, or passes when it goes over", () => {
     const text = new Uint8Array(3 * 1024 * 1024 + 5);
     for (let i = 0; i < text.length; i++) text[i] = 0x61 + (i % 26);

@@ -26,6 +26,28 @@ describe("LineOutput", () => {
     expect(await collect(sink)).toBe("a\nb\nc\n");
   });
 
+  test("pieces go to a sink that takes several in one call; else one by one, in order", async () => {
+    const calls: string[][] = [];
+    const sink = {
+      write: (b: Uint8Array) => (calls.push([dec(b)]), true),
+      writev: (parts: readonly Uint8Array[]) => (calls.push(parts.map(dec)), true),
+      end: () => {},
+      on: () => sink,
+    };
+    const out = new LineOutput(sink);
+    out.writeParts([enc("a"), enc("b\n")]);
+    // A line of ours waits for the streaming line's end: the pieces go one by one then.
+    out.write(enc("par"));
+    out.inject(enc("mine\n"));
+    out.writeParts([enc("tial\n"), enc("c\n")]);
+    expect(calls).toEqual([["a", "b\n"], ["par"], ["tial\n"], ["mine\n"], ["c\n"]]);
+    // A Node stream takes one piece at a time: small pieces are joined into one write.
+    const node = new PassThrough();
+    const outNode = new LineOutput(node);
+    outNode.writeParts([enc("x"), enc("y\n")]);
+    expect(await collect(node)).toBe("xy\n");
+  });
+
   test("turnguard's own lines wait for the end of a streaming line", async () => {
     const sink = new PassThrough();
     const out = new LineOutput(sink);

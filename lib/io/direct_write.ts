@@ -1,0 +1,99 @@
+/**
+ * Writing to one of turnguard's standard streams from the main thread without ever waiting:
+ * a write that waits in write(2) holds the relay, its timers and the SIGTERM handler, and a
+ * write handed to the runtime's thread pool costs the relay a hop between cores for every
+ * batch (the proxy spent about 1.6× the CPU of a main-thread write on the same bytes,
+ * docs/BENCHMARKS.md). So what the stream can take now is written here, and only the rest
+ * waits on the pool.
+ *
+ * How "now" is asked depends on what the descriptor is, and never changes a flag anyone
+ * else shares (the descriptor's open file description is the caller's too):
+ * - a pipe (FIFO): opened a second time through /proc/self/fd, non-blocking on that new
+ *   description only;
+ * - a socket (what Node and Bun hand a child for "pipe"): `send` with MSG_DONTWAIT;
+ * - a regular file or a device other than a terminal: written as it is (it does not wait
+ *   on a reader);
+ * - a terminal, or anything else: nothing here (the pool writes it all).
+ */
+import { closeSync, constants, fstatSync, openSync, writevSync } from "node:fs";
+import { isatty } from "node:tty";
+import { IOV_MAX, type Libc } from "./libc.ts";
+
+/**
+ * Writes as much of `parts`, in order, as the stream takes at once; returns the bytes
+ * written (0 when it takes nothing now or the write failed: the pool's write then says
+ * which).
+ */
+export type DirectWrite = (parts: readonly Uint8Array[]) => number;
+
+/** Linux's O_CLOEXEC (not in every runtime's `constants`): the agent never inherits it. */
+const O_CLOEXEC = 0o2000000;
+
+/** What a descriptor is, as far as writing to it without waiting goes. */
+export type DescriptorKind = "fifo" | "socket" | "file" | "other";
+
+/** The kind of descriptor `fd`; "other" when it cannot be looked at. */
+export function descriptorKind(fd: number): DescriptorKind {
+  try {
+    const st = fstatSync(fd);
+    if (st.isFIFO()) return "fifo";
+    if (st.isSocket()) return "socket";
+    if (st.isFile()) return "file";
+    if (st.isCharacterDevice() && !isatty(fd)) return "file";
+  } catch { /* closed, or not ours to look at */ }
+  return "other";
+}
+
+/**
+ * The direct writer for descriptor `fd`, or null when it has none (a terminal, a socket
+ * without the C library, a pipe /proc does not reopen). `c` is the C library (for sockets).
+ */
+export function directWriter(fd: number, kind: DescriptorKind, c: Libc | null): DirectWrite | null {
+  switch (kind) {
+    case "fifo": {
+      const own = reopenNonBlocking(fd);
+      return own === null ? null : (parts) => writeNow(own, parts);
+    }
+    case "socket":
+      return c === null ? null : (parts) => sendAll(c, fd, parts);
+    case "file":
+      return (parts) => writeNow(fd, parts);
+    default:
+      return null;
+  }
+}
+
+/**
+ * A second descriptor of the pipe `fd` writes to, non-blocking (O_NONBLOCK on this new open
+ * file description only), or null (no /proc, no reader left, not a pipe after all).
+ */
+function reopenNonBlocking(fd: number): number | null {
+  let own: number;
+  try {
+    own = openSync(
+      `/proc/self/fd/${fd}`,
+      constants.O_WRONLY | constants.O_NONBLOCK | O_CLOEXEC,
+    );
+  } catch {
+    return null;
+  }
+  try {
+    if (fstatSync(own).ino === fstatSync(fd).ino && fstatSync(own).isFIFO()) return own;
+  } catch { /* fall through */ }
+  closeSync(own);
+  return null;
+}
+
+/** writev(2) on `fd`; 0 when it would wait (EAGAIN) or failed. */
+function writeNow(fd: number, parts: readonly Uint8Array[]): number {
+  try {
+    return writevSync(fd, parts.length > IOV_MAX ? parts.slice(0, IOV_MAX) : [...parts]);
+  } catch {
+    return 0;
+  }
+}
+
+/** One `sendmsg` of the parts (one wake-up of the reader, not one per part). */
+function sendAll(c: Libc, fd: number, parts: readonly Uint8Array[]): number {
+  return Math.max(0, c.sendNow(fd, parts));
+}
