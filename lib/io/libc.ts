@@ -18,6 +18,13 @@ export interface Libc {
    * when it takes nothing (full, or failed).
    */
   sendNow(fd: number, parts: readonly Uint8Array[]): number;
+  /**
+   * Gives the pipe or socket `fd` writes to room for at least `bytes` in the kernel
+   * (`F_SETPIPE_SZ`, `SO_SNDBUF`) when it has less, as far as an unprivileged process may;
+   * false when it could not. The room belongs to the pipe or socket, not to a descriptor:
+   * nothing anyone else relies on changes but how much it holds.
+   */
+  widen(fd: number, kind: "fifo" | "socket", bytes: number): boolean;
 }
 
 const WNOHANG = 1;
@@ -26,6 +33,10 @@ const POLLHUP = 0x10;
 const POLLRDHUP = 0x2000;
 const MSG_DONTWAIT = 0x40;
 const MSG_NOSIGNAL = 0x4000;
+const F_SETPIPE_SZ = 1031;
+const F_GETPIPE_SZ = 1032;
+const SOL_SOCKET = 1;
+const SO_SNDBUF = 7;
 /** The most pieces one writev(2) or sendmsg(2) takes (Linux's IOV_MAX). */
 export const IOV_MAX = 1024;
 
@@ -66,6 +77,9 @@ async function load(): Promise<Libc | null> {
         waitpid: { args: ["i32", "ptr", "i32"], returns: "i32" },
         poll: { args: ["ptr", "u64", "i32"], returns: "i32" },
         sendmsg: { args: ["i32", "ptr", "i32"], returns: "i64" },
+        fcntl: { args: ["i32", "i32", "i32"], returns: "i32" },
+        getsockopt: { args: ["i32", "i32", "i32", "ptr", "ptr"], returns: "i32" },
+        setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
       });
       // struct pollfd { int fd; short events; short revents; }, little-endian.
       const pollfd = new Int32Array(2);
@@ -92,6 +106,23 @@ async function load(): Promise<Libc | null> {
           msghdr[2] = BigInt(ffi.ptr(iov) as number);
           msghdr[3] = BigInt(n);
           return Number(symbols.sendmsg(fd, ffi.ptr(msghdr), MSG_DONTWAIT | MSG_NOSIGNAL));
+        },
+        widen: (fd, kind, bytes) => {
+          if (kind === "fifo") {
+            if (symbols.fcntl(fd, F_GETPIPE_SZ, 0) >= bytes) return true;
+            return symbols.fcntl(fd, F_SETPIPE_SZ, bytes) >= bytes;
+          }
+          const value = new Int32Array(1);
+          const length = new Uint32Array([4]);
+          if (
+            symbols.getsockopt(fd, SOL_SOCKET, SO_SNDBUF, ffi.ptr(value), ffi.ptr(length)) !== 0
+          ) {
+            return false;
+          }
+          // The kernel doubles what it is given (its own bookkeeping) and reports that.
+          if (value[0] >= bytes) return true;
+          value[0] = bytes;
+          return symbols.setsockopt(fd, SOL_SOCKET, SO_SNDBUF, ffi.ptr(value), 4) === 0;
         },
       };
     } catch { /* not this one */ }

@@ -27,6 +27,8 @@ interface Batch {
 }
 
 const encoder = new TextEncoder();
+/** The kernel buffer a pipe or socket turnguard writes to is given, where it has less. */
+const DIRECT_ROOM = 1024 * 1024;
 /** What a write already done returns. */
 const WRITTEN: Promise<void> = Promise.resolve();
 
@@ -194,7 +196,13 @@ export class StdStream {
     const kind = descriptorKind(fd);
     this.#direct = null;
     if (kind !== "socket") this.#direct = directWriter(fd, kind, null);
-    else void libc().then((c) => this.#direct = directWriter(fd, kind, c));
+    // A pipe or socket with more room takes more at once: fewer writes wait on the pool.
+    if (kind === "fifo" || kind === "socket") {
+      void libc().then((c) => {
+        c?.widen(fd, kind, DIRECT_ROOM);
+        if (kind === "socket") this.#direct = directWriter(fd, kind, c);
+      });
+    }
     return this.#direct;
   }
 
