@@ -89,9 +89,12 @@ export class LineSplitter {
 
   /**
    * Splits one chunk; `emit` is called for every segment it completes, except the lines
-   * `look` (when given) dealt with.
+   * `look` (when given) dealt with. `skim` (when given) is shown the chunk's whole lines
+   * after the one that began in an earlier chunk, `chunk[start, end)` ending with a line's
+   * end, at once, when that is within the limit: true when it dealt with them all (none is
+   * looked at then), false to have them looked at one by one.
    */
-  push(chunk: Uint8Array, emit: SegmentSink, look?: LineLook): void {
+  push(chunk: Uint8Array, emit: SegmentSink, look?: LineLook, skim?: LineLook): void {
     if (chunk.length === 0) return;
     chunk = plainView(chunk);
     let start = 0;
@@ -128,6 +131,11 @@ export class LineSplitter {
       start = end;
     }
     const limit = this.limit;
+    // Whole lines at once, when the skim deals with all of them (none can be over the limit).
+    if (skim !== undefined && chunk.length - start <= limit) {
+      const last = chunk.lastIndexOf(LF);
+      if (last >= start && skim(chunk, start, last + 1)) start = last + 1;
+    }
     for (;;) {
       const nl = chunk.indexOf(LF, start);
       if (nl === -1) break;

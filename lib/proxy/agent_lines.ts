@@ -3,6 +3,7 @@
  * tracks its requests to the client, and hands its responses to the client's requests to
  * the one place that answers them (lib/proxy/answers.ts).
  */
+import { Buffer } from "node:buffer";
 import {
   isObject,
   type Opaque,
@@ -65,6 +66,17 @@ export class AgentLines implements LineReader {
     // without an `"id"` key passes (a flood of short lines costs no allocation per line).
     return this.#state.turns.size === 0 && end - start <= SHORT_LINE_BYTES &&
       !hasBytesIn(bytes, start, end, ID_KEY);
+  }
+
+  /**
+   * Whole agent lines at once: with no turn running, lines without an `"id"` key pass and
+   * tell nothing (a notification only matters to a running turn; requests and responses
+   * carry an id), so a stretch without one passes after one search (a flood of short lines
+   * between turns costs no call per line).
+   */
+  skim(bytes: Uint8Array, start: number, end: number): boolean {
+    return this.#state.turns.size === 0 &&
+      Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).indexOf(ID_KEY) === -1;
   }
 
   /**

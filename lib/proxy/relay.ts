@@ -115,6 +115,12 @@ export interface LineReader {
    * of a line that spanned chunks (lib/acp/lines.ts LineLook): nothing of it may be kept.
    */
   quick?(bytes: Uint8Array, start: number, end: number): boolean;
+  /**
+   * Whole lines of the chunk at once, `bytes[start, end)`: true when every one of them
+   * passes as it is and `line`/`quick` would have learnt nothing from them (a flood of lines
+   * no one needs to look at costs one search, not a call per line).
+   */
+  skim?(bytes: Uint8Array, start: number, end: number): boolean;
 }
 
 /** Splits a chunk and forwards it, each complete line as its reader decides. */
@@ -157,6 +163,7 @@ export function pump(
   };
   const passing = reader.passing;
   const quick = reader.quick;
+  const skim = reader.skim;
   splitter.push(
     chunk,
     (segment) => {
@@ -193,6 +200,17 @@ export function pump(
       }
       // A line of this chunk joins its run; a line that spanned chunks comes as "seen".
       if (passed && bytes === chunk) addRun(start, end - start);
+      return passed;
+    }),
+    skim && ((bytes, start, end) => {
+      let passed: boolean;
+      try {
+        passed = skim.call(reader, bytes, start, end);
+      } catch (err) {
+        guard.failed("a line", err);
+        passed = false;
+      }
+      if (passed) addRun(start, end - start);
       return passed;
     }),
   );

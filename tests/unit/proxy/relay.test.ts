@@ -108,6 +108,30 @@ describe("pump", () => {
     }
   });
 
+  test("skim passes a chunk's whole lines at once; the line it began with and its tail as usual", () => {
+    const looked: string[] = [];
+    const skimmed: string[] = [];
+    const reader: LineReader = {
+      line: (l) => (looked.push(`line ${dec(l).trim()}`), PASS),
+      quick: (b, start, end) => (looked.push(`quick ${dec(b.subarray(start, end)).trim()}`), false),
+      skim: (b, start, end) => (skimmed.push(dec(b.subarray(start, end))), !dec(b).includes("no")),
+    };
+    const { writes } = relay(reader, ["a\nb", "b\nc\nd\ne", "e\nno\nf\n"]);
+    expect(skimmed).toEqual(["a\n", "c\nd\n", "no\nf\n"]);
+    // The skimmed lines were never looked at one by one; a declined skim, line by line.
+    expect(looked).toEqual([
+      "quick bb",
+      "line bb",
+      "quick ee",
+      "line ee",
+      "quick no",
+      "line no",
+      "quick f",
+      "line f",
+    ]);
+    expect(writes.join("")).toBe("a\nbb\nc\nd\nee\nno\nf\n");
+  });
+
   test("a reader that throws: the line passes, said once on stderr", () => {
     const { writes, said } = relay({
       line: () => {
