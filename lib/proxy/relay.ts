@@ -6,7 +6,7 @@
 import { Buffer } from "node:buffer";
 import { errorText } from "../errors.ts";
 import type { LineSink } from "../io/output.ts";
-import { type LineSplitter, plainView, type Segment } from "../acp/lines.ts";
+import { type LineLook, type LineSplitter, plainView, type Segment } from "../acp/lines.ts";
 import type { LineOutput } from "./output.ts";
 
 /**
@@ -190,31 +190,38 @@ export function pump(
       flush();
       apply(verdict, out);
     },
-    quick && ((bytes, start, end) => {
-      let passed: boolean;
-      try {
-        passed = quick.call(reader, bytes, start, end);
-      } catch (err) {
-        guard.failed("a line", err);
-        passed = true;
-      }
-      // A line of this chunk joins its run; a line that spanned chunks comes as "seen".
-      if (passed && bytes === chunk) addRun(start, end - start);
-      return passed;
+    // A line of this chunk joins its run; a line that spanned chunks comes as "seen". A
+    // look that throws passes the line (quick) or has the lines looked at one by one (skim).
+    quick && guarded(reader, quick, guard, true, (bytes, start, end) => {
+      if (bytes === chunk) addRun(start, end - start);
     }),
-    skim && ((bytes, start, end) => {
-      let passed: boolean;
-      try {
-        passed = skim.call(reader, bytes, start, end);
-      } catch (err) {
-        guard.failed("a line", err);
-        passed = false;
-      }
-      if (passed) addRun(start, end - start);
-      return passed;
-    }),
+    skim && guarded(reader, skim, guard, false, (_, start, end) => addRun(start, end - start)),
   );
   flush();
+}
+
+/**
+ * A reader's look as the splitter calls it: `passed` told of the lines it passed, and what it
+ * throws said once on stderr and taken as `onThrow`.
+ */
+function guarded(
+  reader: LineReader,
+  look: (bytes: Uint8Array, start: number, end: number) => boolean,
+  guard: Guard,
+  onThrow: boolean,
+  passed: (bytes: Uint8Array, start: number, end: number) => void,
+): LineLook {
+  return (bytes, start, end) => {
+    let ok: boolean;
+    try {
+      ok = look.call(reader, bytes, start, end);
+    } catch (err) {
+      guard.failed("a line", err);
+      ok = onThrow;
+    }
+    if (ok) passed(bytes, start, end);
+    return ok;
+  };
 }
 
 /** Forwards what is left when a stream ends (the splitter's last segments). */
