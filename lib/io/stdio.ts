@@ -1,13 +1,14 @@
 /**
- * turnguard's own stdout and stderr. Under Bun, bytes go to the file descriptor on the
- * runtime's thread pool (`fs.write`), never from the main thread: `Bun.write` to a full pipe
- * blocks the whole thread in write(2), so a reader that stopped reading froze the relay, its
- * timers and the SIGTERM handler. Writes queued while one is on its way are joined into the
- * next (at most WRITE_SLICE bytes), so the hop to the pool is paid per batch, not per line.
- * Creating `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it is
- * not used there. Elsewhere (Deno from source) the Node streams are used. Either way every
- * write is queued in order, and `stdioIdle()` resolves once all of it has been handed to the
- * operating system, so the process can exit without cutting a byte.
+ * turnguard's own stdout and stderr. Under Bun, the main thread never waits on their reader:
+ * `Bun.write` to a full pipe blocks the whole thread in write(2), so a reader that stopped
+ * reading froze the relay, its timers and the SIGTERM handler. What the descriptor takes at
+ * once is written from the main thread without waiting (lib/io/direct_write.ts); the rest
+ * goes to the runtime's thread pool (`fs.writev`), and writes queued while it is on its way
+ * join it (at most WRITE_SLICE bytes), so the hop to the pool is paid per batch, not per
+ * line. Creating `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it
+ * is not used there. Elsewhere (Deno from source) the Node streams are used. Either way
+ * every write is queued in order, and `stdioIdle()` resolves once all of it has been handed
+ * to the operating system, so the process can exit without cutting a byte.
  */
 import { writev as fdWritev } from "node:fs";
 import type { Writable } from "node:stream";
