@@ -90,17 +90,20 @@ async function promptsGrowth(extra: string[], n: number, size: number): Promise<
 }
 
 describe("prompt copies", () => {
-  // Prompts of 4 MiB waiting on a slow agent: 96 MiB, then 160 MiB of copies if each
-  // were kept. (Measured on the unbudgeted binary: growth 121 and 185 MiB; budgeted: 25
-  // and 89 MiB.)
+  // Prompts of 4 MiB waiting on a slow agent: 160 MiB, then 240 MiB of copies if each
+  // were kept. (Measured on the unbudgeted binary with 24 and 40 prompts: growth 121 and
+  // 185 MiB, about 1.2 MiB a prompt over its 4 MiB. Budgeted, RSS noise from when the
+  // runtime collects: 17–54 MiB without --retries, 74–139 with, the copies' 64 MiB in it:
+  // 139 once failed the bound this test had, 64 + 75. So more prompts, for a margin on
+  // both sides: the bounds sit about 100 MiB under what keeping every copy would take.)
   test("without --retries no prompt is copied: memory stays flat", async () => {
-    const growth = await promptsGrowth([], 24, 4 * MiB);
-    expect(growth).toBeLessThan(75);
+    const growth = await promptsGrowth([], 40, 4 * MiB);
+    expect(growth).toBeLessThan(100);
   }, 120_000);
 
   test("with --retries the copies stay within their 64 MiB budget", async () => {
-    const growth = await promptsGrowth(["--retries", "1"], 40, 4 * MiB);
-    expect(growth).toBeLessThan(64 + 75);
+    const growth = await promptsGrowth(["--retries", "1"], 60, 4 * MiB);
+    expect(growth).toBeLessThan(64 + 100);
   }, 120_000);
 });
 
