@@ -7,7 +7,9 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import {
   killedAfterEach,
+  messageText,
   openSession,
+  profileArgs,
   prompt,
   readOutcomes,
   scratch,
@@ -26,24 +28,12 @@ describe("a recovered reply beyond the Outcome's reply cap", () => {
   test("the client gets all of it; the Outcome keeps its first bytes and says so", async () => {
     const s = scratch();
     const p = track(
-      startProxy(s, [
-        "--config",
-        s.config,
-        "--agent",
-        "claude",
-        "--outcome-file",
-        s.outcomes,
-        "--recover-replies",
-      ]),
+      startProxy(s, profileArgs(s, "claude", ["--recover-replies"])),
     );
     const text = await withClient(p, async (ctx, updates) => {
       const sessionId = await openSession(ctx);
       await prompt(ctx, sessionId, "records-shorter-big");
-      return updates.map((u) =>
-        u.update.sessionUpdate === "agent_message_chunk" && u.update.content.type === "text"
-          ? u.update.content.text
-          : ""
-      ).join("");
+      return messageText(updates);
     });
     await p.exited;
     expect(text.length).toBe(BIG.length);

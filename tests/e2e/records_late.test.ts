@@ -19,6 +19,7 @@ import { CORPUS, corpusCases, PROFILE, turnguardBinary } from "../agents/replay.
 import { turnguard } from "../helpers/cli.ts";
 import {
   openSession,
+  profileArgs,
   prompt,
   readOutcomes,
   scratch,
@@ -130,14 +131,7 @@ const revisedReplay = once(async () => {
 const nowhereOutcomes = once(async () => {
   const s = scratch();
   dirs.push(s.dir);
-  const p = startProxy(s, [
-    "--config",
-    s.config,
-    "--agent",
-    "claude",
-    "--outcome-file",
-    s.outcomes,
-  ]);
+  const p = startProxy(s, profileArgs(s, "claude"));
   try {
     await withClient(p, async (ctx) => {
       const sessionId = await openSession(ctx);

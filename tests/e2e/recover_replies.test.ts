@@ -11,7 +11,9 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import {
   killedAfterEach,
+  messageText,
   openSession,
+  profileArgs,
   prompt,
   readOutcomes,
   scratch,
@@ -33,24 +35,12 @@ const ANSWER = "The answer is 4: two plus two makes four.";
 async function lostTurn(extra: string[]) {
   const s = scratch();
   const p = track(
-    startProxy(s, [
-      "--config",
-      s.config,
-      "--agent",
-      "claude",
-      "--outcome-file",
-      s.outcomes,
-      ...extra,
-    ]),
+    startProxy(s, profileArgs(s, "claude", extra)),
   );
   const got = await withClient(p, async (ctx, updates) => {
     const sessionId = await openSession(ctx);
     const response = await prompt(ctx, sessionId, "records-shorter");
-    const text = updates.map((u) =>
-      u.update.sessionUpdate === "agent_message_chunk" && u.update.content.type === "text"
-        ? u.update.content.text
-        : ""
-    ).join("");
+    const text = messageText(updates);
     return { response, text };
   });
   await p.exited;
@@ -80,15 +70,7 @@ describe("a final answer the client did not receive", () => {
   test("a clean turn: nothing recovered, nothing added", async () => {
     const s = scratch();
     const p = track(
-      startProxy(s, [
-        "--config",
-        s.config,
-        "--agent",
-        "claude",
-        "--outcome-file",
-        s.outcomes,
-        "--recover-replies",
-      ]),
+      startProxy(s, profileArgs(s, "claude", ["--recover-replies"])),
     );
     const chunks = await withClient(p, async (ctx, updates) => {
       const sessionId = await openSession(ctx);
