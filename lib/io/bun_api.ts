@@ -28,7 +28,7 @@ export interface BunFileSink {
 }
 
 /** How a stream of a spawned process is wired. */
-export type BunStdio = "inherit" | "pipe" | "ignore";
+export type BunStdio = "inherit" | "pipe" | "ignore" | number;
 
 /** `Bun.spawn`'s options (the ones turnguard sets). */
 export interface BunSpawnOptions {
@@ -52,6 +52,8 @@ export interface BunApi {
   spawn(command: string[], options: BunSpawnOptions): BunSubprocess;
   write(destination: unknown, data: string | Uint8Array): Promise<number>;
   readonly stdin: { stream(): ReadableStream<Uint8Array> };
+  /** A file or descriptor as Bun reads it (`stream()`: its bytes, read as they come). */
+  file(path: string | number): { stream(): ReadableStream<Uint8Array> };
   readonly stdout: unknown;
   readonly stderr: unknown;
 }

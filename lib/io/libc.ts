@@ -1,9 +1,11 @@
 /**
  * The C library calls the runtimes do not offer, through Bun's FFI where it is there:
  * `waitpid` on one pid (PID 1 reaps the orphans handed to it), `poll` for a hang-up (the
- * client's leaving is seen while reading from it is paused) and `send` that never waits
- * (turnguard's stdout written from the main thread while the socket has room). Elsewhere (Deno from
- * source, a C library that does not load) `libc()` is null and callers do without.
+ * client's leaving is seen while reading from it is paused, a socket's reader gone for
+ * good), `send` that never waits (turnguard's stdout written from the main thread while the
+ * socket has room), room in the kernel for a pipe or socket (`fcntl`, `setsockopt`) and
+ * `pipe2` (the agent's output on pipes turnguard reads itself). Elsewhere (Deno from source,
+ * a C library that does not load) `libc()` is null and callers do without.
  */
 
 /** What turnguard asks of the C library. */
@@ -12,6 +14,11 @@ export interface Libc {
   reap(pid: number): number;
   /** Whether the peer of descriptor `fd` (a pipe's writers, a socket's peer) hung up. */
   hungUp(fd: number): boolean;
+  /**
+   * Whether the socket or pipe `fd` writes to can take nothing more, ever (POLLHUP or
+   * POLLERR; a peer that only shut its own writing, POLLRDHUP, still reads).
+   */
+  writeClosed(fd: number): boolean;
   /**
    * `sendmsg(fd, parts, MSG_DONTWAIT | MSG_NOSIGNAL)`: what a socket takes of `parts` (at
    * most IOV_MAX of them) now, in one call, never waiting and never raising SIGPIPE; -1
@@ -25,15 +32,20 @@ export interface Libc {
    * nothing anyone else relies on changes but how much it holds.
    */
   widen(fd: number, kind: "fifo" | "socket", bytes: number): boolean;
+  /** `pipe2(O_CLOEXEC)`: a new pipe's two descriptors, or null. */
+  pipe(): { read: number; write: number } | null;
 }
 
 const WNOHANG = 1;
+const POLLOUT = 0x4;
 const POLLERR = 0x8;
 const POLLHUP = 0x10;
 const POLLRDHUP = 0x2000;
 const MSG_DONTWAIT = 0x40;
 const MSG_NOSIGNAL = 0x4000;
 const F_SETPIPE_SZ = 1031;
+/** Linux's O_CLOEXEC: the agent gets only the ends it is handed as its stdio. */
+const O_CLOEXEC = 0o2000000;
 const F_GETPIPE_SZ = 1032;
 const SOL_SOCKET = 1;
 const SO_SNDBUF = 7;
@@ -78,6 +90,7 @@ async function load(): Promise<Libc | null> {
         poll: { args: ["ptr", "u64", "i32"], returns: "i32" },
         sendmsg: { args: ["i32", "ptr", "i32"], returns: "i64" },
         fcntl: { args: ["i32", "i32", "i32"], returns: "i32" },
+        pipe2: { args: ["ptr", "i32"], returns: "i32" },
         getsockopt: { args: ["i32", "i32", "i32", "ptr", "ptr"], returns: "i32" },
         setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
       });
@@ -93,6 +106,12 @@ async function load(): Promise<Libc | null> {
           if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return false;
           return (((pollfd[1] >>> 16) & 0xffff) & (POLLHUP | POLLRDHUP | POLLERR)) !== 0;
         },
+        writeClosed: (fd) => {
+          pollfd[0] = fd;
+          pollfd[1] = POLLOUT;
+          if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return false;
+          return (((pollfd[1] >>> 16) & 0xffff) & (POLLHUP | POLLERR)) !== 0;
+        },
         sendNow: (fd, parts) => {
           // struct iovec { void *base; size_t len; }[n] and struct msghdr { name, namelen,
           // iov, iovlen, control, controllen, flags } on a 64-bit little-endian ABI (musl's
@@ -106,6 +125,11 @@ async function load(): Promise<Libc | null> {
           msghdr[2] = BigInt(ffi.ptr(iov) as number);
           msghdr[3] = BigInt(n);
           return Number(symbols.sendmsg(fd, ffi.ptr(msghdr), MSG_DONTWAIT | MSG_NOSIGNAL));
+        },
+        pipe: () => {
+          const fds = new Int32Array(2);
+          if (symbols.pipe2(ffi.ptr(fds), O_CLOEXEC) !== 0) return null;
+          return { read: fds[0], write: fds[1] };
         },
         widen: (fd, kind, bytes) => {
           if (kind === "fifo") {

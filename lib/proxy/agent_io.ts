@@ -1,7 +1,8 @@
 /**
  * The proxy's byte plumbing: the agent process and the client's streams as the proxy's
- * pump reads and writes them. Under Bun the agent runs through `Bun.spawn` and the
- * client's side is read from `Bun.stdin.stream()` and written to turnguard's stdout
+ * pump reads and writes them. Under Bun the agent runs through `Bun.spawn`, its output
+ * read from pipes of turnguard's own a bounded read at a time (lib/agent/bun_spawn.ts), and
+ * the client's side is read from `Bun.stdin.stream()` and written to turnguard's stdout
  * descriptor (lib/io/stdio.ts): node:child_process and Node streams cost the proxy a fifth of
  * its time per byte. Elsewhere (Deno from source), and for callers with streams of their
  * own, the portable Node path is used. Both keep the same guarantees: every byte in order,
@@ -13,6 +14,8 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
+import { bunSpawnAgent } from "../agent/bun_spawn.ts";
+import { type ChunkReader, streamReader } from "../io/chunk_reader.ts";
 import { waitForExit } from "../agent/node_child.ts";
 import type { DrainSource } from "../agent/exit_drain.ts";
 import type { AgentOwner } from "../agent/owner.ts";
@@ -87,7 +90,7 @@ export async function startAgent(
   // Makefile): a start-up's code runs once and is not worth compiling. The proxy's per-line
   // work runs millions of times: from here on the JIT compiles as usual.
   bun?.unsafe?.setJITPolicy?.(1);
-  const child = bun ? startBunAgent(launch, owner) : await startNodeAgent(launch, owner);
+  const child = bun ? await startBunAgent(launch, owner) : await startNodeAgent(launch, owner);
   if (!(child instanceof Error)) owner.attach(child);
   return child;
 }
@@ -212,12 +215,13 @@ async function startNodeAgent(
 // ---------------------------------------------------------------- the Bun-native path
 
 /**
- * A ReadableStream read in a loop, paused by holding the next read back; each chunk is
+ * A stream (a ChunkReader, lib/io/chunk_reader.ts, or a ReadableStream) read in a loop,
+ * paused by holding the next read back; each chunk is
  * handed on in pieces of bounded cost, cut after a line's end, so that the event loop turns
  * while a side floods (lib/io/loop_turn.ts).
  */
 export class StreamSource implements ByteSource, DrainSource {
-  #reader: ReturnType<ReadableStream<Uint8Array>["getReader"]> | null = null;
+  #reader: ChunkReader | null = null;
   #gate: Promise<void> | null = null;
   #open: (() => void) | null = null;
   #stopped = false;
@@ -226,9 +230,12 @@ export class StreamSource implements ByteSource, DrainSource {
   /** Resolves once the stream ended (or was stopped). */
   done: Promise<void> = Promise.resolve();
 
-  /** `fd`: the descriptor the stream reads, when its hang-up can be watched. */
+  /**
+   * `open`: the stream (a ReadableStream, or a ChunkReader of its own); `fd`: the descriptor
+   * it reads, when its hang-up can be watched.
+   */
   constructor(
-    readonly stream: () => ReadableStream<Uint8Array>,
+    readonly open: () => ReadableStream<Uint8Array> | ChunkReader,
     readonly fd: number | null = null,
   ) {}
 
@@ -264,7 +271,8 @@ export class StreamSource implements ByteSource, DrainSource {
   }
 
   start(onData: (chunk: Uint8Array) => void, onEnd: () => void = () => {}): void {
-    const reader = this.#reader = this.stream().getReader();
+    const opened = this.open();
+    const reader = this.#reader = opened instanceof ReadableStream ? streamReader(opened) : opened;
     const turn = new LoopTurn();
     this.done = (async () => {
       try {
@@ -272,8 +280,8 @@ export class StreamSource implements ByteSource, DrainSource {
           if (turn.due()) await turn.yield();
           if (this.#gate) await this.#gate;
           if (this.#stopped) break;
-          const { value, done } = await reader.read();
-          if (done) break;
+          const value = await reader.read();
+          if (value === null) break;
           // The chunk in pieces of bounded cost, each cut after a line's end, with the
           // event loop's turn and the reader's pace kept between them (lib/io/loop_turn.ts).
           for (let at = 0; at < value.length;) {
@@ -313,7 +321,7 @@ export class StreamSource implements ByteSource, DrainSource {
     this.#stopped = true;
     this.#hangUp = null;
     this.resume();
-    void this.#reader?.cancel().catch(() => {});
+    this.#reader?.cancel();
   }
 }
 
@@ -422,22 +430,21 @@ class FileSinkWriter extends SinkEvents implements ByteSink {
   }
 }
 
-function startBunAgent(launch: AgentCommand, owner: AgentOwner): AgentProcess | Error {
-  let child: BunSubprocess;
-  try {
-    child = bun!.spawn([launch.command, ...launch.args], {
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: owner.env(launch.env),
-      cwd: launch.cwd,
-      detached: true,
-    });
-  } catch (err) {
-    return err as Error;
-  }
-  const stdout = new StreamSource(() => child.stdout);
-  const stderr = new StreamSource(() => child.stderr);
+async function startBunAgent(
+  launch: AgentCommand,
+  owner: AgentOwner,
+): Promise<AgentProcess | Error> {
+  const agent = await bunSpawnAgent({
+    argv: [launch.command, ...launch.args],
+    stdin: "pipe",
+    env: owner.env(launch.env),
+    cwd: launch.cwd,
+    detached: true,
+  });
+  if (agent instanceof Error) return agent;
+  const child = agent.child;
+  const stdout = new StreamSource(agent.stdout);
+  const stderr = new StreamSource(agent.stderr);
   return {
     pid: child.pid,
     get exitCode() {

@@ -1,6 +1,7 @@
 /**
- * The Bun-native pass-through of a print-mode agent: `Bun.spawn` and writes straight to
- * turnguard's own descriptors (lib/io/stdio.ts). Under Bun, node:child_process and its
+ * The Bun-native pass-through of a print-mode agent: `Bun.spawn` with the agent's output
+ * on pipes of turnguard's own, read a bounded read at a time (lib/agent/bun_spawn.ts), and
+ * writes straight to turnguard's own descriptors (lib/io/stdio.ts). Under Bun, node:child_process and its
  * streams cost about 5 ms of each `turnguard run`; this path keeps every guarantee of the
  * portable one in lib/run/run.ts (which Deno, and callers with their own streams, use):
  * stdout and stderr pass through byte for byte with backpressure, a reader that goes away
@@ -8,7 +9,8 @@
  * the agent floods (lib/io/loop_turn.ts), and the agent's owner (lib/agent/owner.ts)
  * forwards signals and reads its output to the end within its deadline once it exited.
  */
-import { bun, type BunSubprocess } from "../io/bun_api.ts";
+import { bunSpawnAgent } from "../agent/bun_spawn.ts";
+import type { ChunkReader } from "../io/chunk_reader.ts";
 import type { DrainSource } from "../agent/exit_drain.ts";
 import type { AgentOwner } from "../agent/owner.ts";
 import type { Signallable } from "../agent/signals.ts";
@@ -50,24 +52,23 @@ interface Copy extends DrainSource {
 }
 
 function copy(
-  from: ReadableStream<Uint8Array>,
+  reader: ChunkReader,
   to: StdStream | null,
   tap: (chunk: Uint8Array) => void,
   onBroken: () => void,
 ): Copy {
-  const reader = from.getReader();
   const state: Copy = {
     done: Promise.resolve(),
     busy: false,
-    stop: () => void reader.cancel().catch(() => {}),
+    stop: () => reader.cancel(),
   };
   const turn = new LoopTurn();
   state.done = (async () => {
     try {
       for (;;) {
         if (turn.due()) await turn.yield();
-        const { value, done } = await reader.read();
-        if (done) return;
+        const value = await reader.read();
+        if (value === null) return;
         tap(value);
         if (to === null) continue;
         state.busy = true;
@@ -99,19 +100,15 @@ export async function bunPassThrough(
   stderr: StdStream,
   taps: PassThroughTaps,
 ): Promise<AgentExit> {
-  let child: BunSubprocess;
-  try {
-    child = bun!.spawn([launch.command, ...launch.args], {
-      stdin: "inherit",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: owner.env(launch.env),
-      cwd: launch.cwd,
-      detached,
-    });
-  } catch (err) {
-    return { pid: undefined, code: null, signal: null, error: err as Error };
-  }
+  const agent = await bunSpawnAgent({
+    argv: [launch.command, ...launch.args],
+    stdin: "inherit",
+    env: owner.env(launch.env),
+    cwd: launch.cwd,
+    detached,
+  });
+  if (agent instanceof Error) return { pid: undefined, code: null, signal: null, error: agent };
+  const child = agent.child;
   owner.attach(child);
   taps.spawned?.(child);
   let gone = false;
@@ -119,8 +116,8 @@ export async function bunPassThrough(
     if (!gone) gone = true, taps.readerGone();
   };
   const copies = [
-    copy(child.stdout, stdout, taps.stdout, readerGone),
-    copy(child.stderr, stderr, taps.stderr, () => {}),
+    copy(agent.stdout(), stdout, taps.stdout, readerGone),
+    copy(agent.stderr(), stderr, taps.stderr, () => {}),
   ];
   await child.exited;
   await owner.afterExit(copies, Promise.all(copies.map((c) => c.done)));
