@@ -3,8 +3,10 @@
  * a write that waits in write(2) holds the relay, its timers and the SIGTERM handler, and a
  * write handed to the runtime's thread pool costs the relay a hop between cores for every
  * batch (the proxy spent about 1.6× the CPU of a main-thread write on the same bytes,
- * docs/BENCHMARKS.md). So what the stream can take now is written here, and only the rest
- * waits on the pool.
+ * docs/BENCHMARKS.md), and a write waiting there holds a thread of the pool, which the
+ * runtime needs for its own work (it closes a child's stdin there). So what the stream can
+ * take now is written here, and the rest is tried again once the stream may take more
+ * (lib/io/stdio.ts); only a descriptor with no direct writer is written on the pool.
  *
  * How "now" is asked depends on what the descriptor is, and never changes a flag anyone
  * else shares (the descriptor's open file description is the caller's too):
@@ -13,7 +15,8 @@
  * - a socket (what Node and Bun hand a child for "pipe"): `send` with MSG_DONTWAIT;
  * - a regular file or a device other than a terminal: written as it is (it does not wait
  *   on a reader);
- * - a terminal, or anything else: nothing here (the pool writes it all).
+ * - a terminal, or anything else: nothing here (the pool writes it all: a terminal waits
+ *   only while its output is suspended).
  */
 import { closeSync, constants, fstatSync, openSync, writevSync } from "node:fs";
 import { isatty } from "node:tty";
@@ -21,10 +24,13 @@ import { IOV_MAX, type Libc } from "./libc.ts";
 
 /**
  * Writes as much of `parts`, in order, as the stream takes at once; returns the bytes
- * written (0 when it takes nothing now or the write failed: the pool's write then says
- * which).
+ * written, 0 when it takes nothing now, or BROKEN when it never will (its reader is gone,
+ * or the write failed).
  */
 export type DirectWrite = (parts: readonly Uint8Array[]) => number;
+
+/** What a DirectWrite returns once its stream is broken. */
+export const BROKEN = -1;
 
 /** Linux's O_CLOEXEC (not in every runtime's `constants`): the agent never inherits it. */
 const O_CLOEXEC = 0o2000000;
@@ -84,16 +90,23 @@ function reopenNonBlocking(fd: number): number | null {
   return null;
 }
 
-/** writev(2) on `fd`; 0 when it would wait (EAGAIN) or failed. */
+/** writev(2) on `fd`; 0 when it would wait (EAGAIN), BROKEN when it failed. */
 function writeNow(fd: number, parts: readonly Uint8Array[]): number {
   try {
     return writevSync(fd, parts.length > IOV_MAX ? parts.slice(0, IOV_MAX) : [...parts]);
-  } catch {
-    return 0;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === "EAGAIN" || code === "EWOULDBLOCK" || code === "EINTR" ? 0 : BROKEN;
   }
 }
 
-/** One `sendmsg` of the parts (one wake-up of the reader, not one per part). */
+/**
+ * One `sendmsg` of the parts (one wake-up of the reader, not one per part); 0 when the
+ * socket is full, BROKEN when its peer hung up or it failed (the call does not say which
+ * errno it met: the socket's state does).
+ */
 function sendAll(c: Libc, fd: number, parts: readonly Uint8Array[]): number {
-  return Math.max(0, c.sendNow(fd, parts));
+  const n = c.sendNow(fd, parts);
+  if (n >= 0) return n;
+  return c.writeClosed(fd) ? BROKEN : 0;
 }

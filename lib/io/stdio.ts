@@ -3,20 +3,21 @@
  * `Bun.write` to a full pipe blocks the whole thread in write(2), so a reader that stopped
  * reading froze the relay, its timers and the SIGTERM handler. What the descriptor takes at
  * once is written from the main thread without waiting (lib/io/direct_write.ts); the rest
- * goes to the runtime's thread pool (`fs.writev`), and writes queued while it is on its way
- * join it (at most WRITE_SLICE bytes), so the hop to the pool is paid per batch, not per
- * line. Creating `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it
- * is not used there. Elsewhere (Deno from source) the Node streams are used. Either way
+ * is tried again as the reader takes more (`#out`), and writes queued meanwhile join it (at
+ * most WRITE_SLICE bytes), so a retry is paid per batch, not per line. Only a descriptor
+ * with no direct writer (a terminal) is written on the runtime's thread pool. Creating
+ * `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it is not used
+ * there. Elsewhere (Deno from source) the Node streams are used. Either way
  * every write is queued in order, and `stdioIdle()` resolves once all of it has been handed
  * to the operating system, so the process can exit without cutting a byte.
  */
 import { writev as fdWritev } from "node:fs";
 import type { Writable } from "node:stream";
 import { bun } from "./bun_api.ts";
-import { descriptorKind, type DirectWrite, directWriter } from "./direct_write.ts";
+import { BROKEN, descriptorKind, type DirectWrite, directWriter } from "./direct_write.ts";
 import { IOV_MAX, libc } from "./libc.ts";
 
-/** The largest batch handed to the pool at once. */
+/** The largest batch written at once. */
 const WRITE_SLICE = 1024 * 1024;
 
 /** Writes queued while an earlier one is on its way: written together, in order. */
@@ -30,13 +31,17 @@ interface Batch {
 const encoder = new TextEncoder();
 /** The kernel buffer a pipe or socket turnguard writes to is given, where it has less. */
 const DIRECT_ROOM = 1024 * 1024;
+/** A write the stream did not take at once is tried again after this, */
+const RETRY_MIN_MS = 1;
+/** and after twice as long each time it took nothing, up to this. */
+const RETRY_MAX_MS = 50;
 /** What a write already done returns. */
 const WRITTEN: Promise<void> = Promise.resolve();
 
 /**
- * Most bytes queued for stderr while its reader does not take them (written on the thread
- * pool, they no longer hold turnguard back): past it, what comes is dropped and counted, and
- * one line says how much once the queue drained. stdout is the client's wire or the agent's
+ * Most bytes queued for stderr while its reader does not take them (written without
+ * waiting, they no longer hold turnguard back): past it, what comes is dropped and counted,
+ * and one line says how much once the queue drained. stdout is the client's wire or the agent's
  * output and waits for its reader instead.
  */
 export const STDERR_QUEUE_BYTES = 8 * 1024 * 1024;
@@ -58,6 +63,8 @@ export class StdStream {
   #batch: Batch | null = null;
   /** Under Bun: how to write without waiting (null: none; undefined: not yet asked). */
   #direct: DirectWrite | null | undefined = undefined;
+  /** Resolves once the direct writer is final (a socket's waits for the C library). */
+  #ready: Promise<void> | null = null;
 
   constructor(readonly name: StdName) {}
 
@@ -105,21 +112,15 @@ export class StdStream {
       return last;
     }
     if (this.#overQueue(total)) return this.#tail;
-    let from = 0;
-    let cut = 0;
+    let n = 0;
     if (this.#pending === 0 && !this.#broken) {
       const direct = this.#directWriter();
-      let n = direct === null ? 0 : direct(parts);
+      n = direct === null ? 0 : Math.max(0, direct(parts));
       if (n > 0 && this.name === "stderr") this.#drained(n);
       if (n === total) return undefined;
-      while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
-      cut = n;
     }
     let done: Promise<void> = this.#tail;
-    for (let i = from; i < parts.length; i++) {
-      const part = i === from && cut > 0 ? parts[i].subarray(cut) : parts[i];
-      if (part.length > 0) done = this.#batched(part);
-    }
+    for (const part of afterWritten(parts, n)) if (part.length > 0) done = this.#batched(part);
     return done;
   }
 
@@ -136,7 +137,7 @@ export class StdStream {
 
   /**
    * Under Bun: joins `data` to the batch still waiting for its turn, or opens one; a batch
-   * goes to the pool once every write before it is out.
+   * is written once every write before it is out.
    */
   #batched(bytes: Uint8Array): Promise<void> {
     const open = this.#batch;
@@ -174,20 +175,27 @@ export class StdStream {
   }
 
   /**
-   * Writes a batch: what the stream takes now from the main thread (lib/io/direct_write.ts),
-   * the rest on the thread pool.
+   * Writes a batch from the main thread (lib/io/direct_write.ts): what the stream takes now,
+   * then the rest as it takes more, tried again after RETRY_MIN_MS, and after twice as long
+   * each time it took nothing (at most RETRY_MAX_MS). Never on the runtime's thread pool
+   * where there is a direct writer: a write waiting there for a reader that stopped holds a
+   * pool thread, and with stdout's and stderr's both waiting the runtime's own pool work
+   * stopped (closing the agent's stdin never reached it: tests/e2e/ending.test.ts "a client
+   * that reads neither turnguard's stdout nor its stderr"). A stream with no direct writer
+   * (a terminal) is written on the pool.
    */
   async #out(parts: Uint8Array[]): Promise<void> {
-    const direct = this.#directWriter();
-    if (direct !== null) {
-      let n = direct(parts);
-      let from = 0;
-      while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
-      if (from === parts.length) return;
-      parts = parts.slice(from);
-      if (n > 0) parts[0] = parts[0].subarray(n);
+    const direct = await this.#directWhenReady();
+    if (direct === null) return this.#poolWrite(parts);
+    let wait = RETRY_MIN_MS;
+    for (;;) {
+      const n = direct(parts);
+      if (n === BROKEN) throw brokenPipe();
+      parts = afterWritten(parts, n);
+      if (parts.length === 0) return;
+      wait = n > 0 ? RETRY_MIN_MS : Math.min(2 * wait, RETRY_MAX_MS);
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
-    await this.#poolWrite(parts);
   }
 
   /** The stream's direct writer, set up at its first batch (a socket's once libc loads). */
@@ -197,14 +205,22 @@ export class StdStream {
     const kind = descriptorKind(fd);
     this.#direct = null;
     if (kind !== "socket") this.#direct = directWriter(fd, kind, null);
-    // A pipe or socket with more room takes more at once: fewer writes wait on the pool.
+    // A pipe or socket with more room takes more at once: fewer writes wait.
     if (kind === "fifo" || kind === "socket") {
-      void libc().then((c) => {
+      this.#ready = libc().then((c) => {
         c?.widen(fd, kind, DIRECT_ROOM);
         if (kind === "socket") this.#direct = directWriter(fd, kind, c);
       });
     }
     return this.#direct;
+  }
+
+  /** The direct writer once it can be known (a socket's needs the C library loaded). */
+  async #directWhenReady(): Promise<DirectWrite | null> {
+    const now = this.#directWriter();
+    if (now !== null || this.#ready === null) return now;
+    await this.#ready;
+    return this.#direct ?? null;
   }
 
   /**
@@ -219,9 +235,8 @@ export class StdStream {
     const fd = this.name === "stderr" ? 2 : 1;
     // The batch's parts go out as they are (writev), never copied into one piece: a copy
     // cost the relay more than the write itself.
-    let from = 0;
-    while (from < parts.length) {
-      const iov = parts.slice(from, from + IOV_MAX);
+    while (parts.length > 0) {
+      const iov = parts.slice(0, IOV_MAX);
       let n: number;
       try {
         n = await new Promise<number>((resolve, reject) =>
@@ -232,9 +247,7 @@ export class StdStream {
         await new Promise((resolve) => setTimeout(resolve, 10));
         continue;
       }
-      // Past the parts written whole; a part written in part keeps its rest.
-      while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
-      if (n > 0) parts[from] = parts[from].subarray(n);
+      parts = afterWritten(parts, n);
     }
   }
 
@@ -299,6 +312,15 @@ export class StdStream {
       });
     }
   }
+}
+
+/** `parts` after the first `n` of their bytes were written (a part written in part keeps its rest). */
+function afterWritten(parts: readonly Uint8Array[], n: number): Uint8Array[] {
+  let from = 0;
+  while (from < parts.length && n >= parts[from].length) n -= parts[from++].length;
+  const rest = parts.slice(from);
+  if (n > 0) rest[0] = rest[0].subarray(n);
+  return rest;
 }
 
 function brokenPipe(): Error {

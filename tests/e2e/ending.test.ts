@@ -182,6 +182,29 @@ describe("an agent flooding stdout (yes) with --grace 1", () => {
   });
 });
 
+/**
+ * Starts the binary through `sh -c SCRIPT BIN CONFIG ...args` (its redirections are the
+ * script's), once its agent runs and has had 1.5 s to fill what it writes to.
+ */
+async function startFlooding(
+  s: Scratch,
+  script: string,
+  args: string[],
+): Promise<{ child: ChildProcess; ended: Promise<{ code: number | null; at: number }> }> {
+  const child = spawn("sh", ["-c", script, BIN, s.config, ...args], {
+    stdio: ["pipe", "ignore", "ignore"],
+    env: testEnv(s, {}),
+    cwd: s.dir,
+  });
+  child.stdin!.on("error", () => {});
+  const ended = new Promise<{ code: number | null; at: number }>((res) =>
+    child.once("exit", (code) => res({ code, at: performance.now() }))
+  );
+  await until(() => childrenOf(child.pid!) !== "");
+  await new Promise((r) => setTimeout(r, 1500));
+  return { child, ended };
+}
+
 describe("a client that stops reading turnguard's stdout", () => {
   test("SIGTERM still ends it: no write holds the main thread", async () => {
     // The client's side of the wire is a FIFO held open by a reader that never reads: once
@@ -192,24 +215,11 @@ describe("a client that stops reading turnguard's stdout", () => {
     expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
     const reader = spawn("sh", ["-c", 'exec sleep 1000 < "$0"', fifo], { stdio: "ignore" });
     try {
-      const child = spawn(
-        "sh",
-        [
-          "-c",
-          'exec "$0" proxy --no-journal --config "$1" --grace 1 -- yes > "$2"',
-          BIN,
-          s.config,
-          fifo,
-        ],
-        { stdio: ["pipe", "ignore", "ignore"], env: testEnv(s, {}), cwd: s.dir },
+      const { child, ended } = await startFlooding(
+        s,
+        'exec "$0" proxy --no-journal --config "$1" --grace 1 -- yes > "$2"',
+        [fifo],
       );
-      child.stdin!.on("error", () => {});
-      const ended = new Promise<{ code: number | null; at: number }>((res) =>
-        child.once("exit", (code) => res({ code, at: performance.now() }))
-      );
-      await until(() => childrenOf(child.pid!) !== "");
-      // Time for the flood to fill the pipe.
-      await new Promise((r) => setTimeout(r, 1500));
       const from = performance.now();
       child.kill("SIGTERM");
       const r = await Promise.race([
@@ -222,6 +232,41 @@ describe("a client that stops reading turnguard's stdout", () => {
       expect(r!.code).toBe(143);
     } finally {
       reader.kill("SIGKILL");
+    }
+  });
+});
+
+describe("a client that reads neither turnguard's stdout nor its stderr", () => {
+  test("its closing stdin still reaches the agent at once", async () => {
+    // Both of turnguard's outputs are FIFOs held open by readers that never read, and the
+    // agent floods both: the writes that wait for those readers must not hold what closes
+    // the agent's stdin (once they waited on the runtime's thread pool, which the runtime
+    // also closes a child's stdin on: two waiting writes held it until the grace ran out).
+    const s = scratch();
+    const [out, err] = [join(s.dir, "out"), join(s.dir, "err")];
+    for (const f of [out, err]) expect(spawnSync("mkfifo", [f]).status).toBe(0);
+    const readers = [out, err].map((f) =>
+      spawn("sh", ["-c", 'exec sleep 1000 < "$0"', f], { stdio: "ignore" })
+    );
+    const mark = join(s.dir, "stdin-ended");
+    const agent = 'yes & a=$!; yes >&2 & b=$!; cat >/dev/null; echo ended > "$0"; kill $a $b';
+    try {
+      const { child, ended } = await startFlooding(
+        s,
+        'exec "$0" proxy --no-journal --config "$1" --grace 30 -- sh -c "$4" "$5" > "$2" 2> "$3"',
+        [out, err, agent, mark],
+      );
+      const from = performance.now();
+      child.stdin!.end();
+      await until(() => existsSync(mark), 20_000).catch(() => {});
+      const seen = performance.now() - from;
+      child.kill("SIGKILL");
+      await ended;
+      expect(existsSync(mark)).toBe(true);
+      // A smoke bound on a loaded machine; the grace (30 s) is what a stall waits for.
+      expect(seen).toBeLessThan(10_000);
+    } finally {
+      for (const r of readers) r.kill("SIGKILL");
     }
   });
 });
