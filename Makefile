@@ -63,8 +63,8 @@ fmt: setup
 release: setup lib/config/embedded_config.json lib/cause/vocabulary.json
 	$(BUN) scripts/release.ts $(if $(TARGETS),--targets $(TARGETS))
 
-# `proxy --grace 1 -- yes` ended by EOF and by SIGTERM, 20 runs each, idle and beside two
-# CPU burners (docs/RELIABILITY.md).
+# `proxy --grace 1 -- yes` ended by EOF and by SIGTERM and `run -- yes` by SIGTERM, 20 runs
+# each, idle and beside two CPU burners (docs/RELIABILITY.md).
 ending-stress: build
 	@sh scripts/ending_stress.sh $(DIST) 20
 

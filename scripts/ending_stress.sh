@@ -1,8 +1,9 @@
 #!/bin/sh
 # The "it ends" figures of docs/RELIABILITY.md: `turnguard proxy --grace 1 -- yes` run N
 # times (default 20), ended once by the client leaving (stdin EOF) and once by SIGTERM,
-# idle and then beside two CPU burners. Prints each run's time to the end and a summary:
-# how many ended within the bound (EOF: 5 s after the client left; SIGTERM: 1 s).
+# and `turnguard run -- yes` ended by SIGTERM, idle and then beside two CPU burners. Prints
+# each run's time to the end and a summary: how many ended within the bound (EOF: 6 s from
+# the start, the client leaving at once; SIGTERM: 1 s).
 # Usage: scripts/ending_stress.sh [BIN] [N]   (make ending-stress)
 set -u
 BIN=${1:-dist/turnguard}
@@ -20,10 +21,11 @@ eof_run() {
 }
 
 # One run ended by SIGTERM once the agent runs; prints the milliseconds from SIGTERM to
-# the end (60000 when it had to be killed).
+# the end (60000 when it had to be killed). Its arguments: turnguard's (default: the proxy).
 term_run() {
+  [ $# -gt 0 ] || set -- proxy --no-journal --grace 1 -- yes
   mkfifo "$TMP/in"
-  "$BIN" proxy --no-journal --grace 1 -- yes <"$TMP/in" >/dev/null 2>&1 &
+  "$BIN" "$@" <"$TMP/in" >/dev/null 2>&1 &
   pid=$!
   exec 7>"$TMP/in" # the client: holds turnguard's stdin open
   # Once its agent runs (turnguard's handlers are in place).
@@ -41,10 +43,13 @@ term_run() {
   echo "$took"
 }
 
-# Runs both kinds N times; prints one line per kind: the times and how many were within.
+# `run -- yes` ended by SIGTERM (its stdin is the agent's; it has no client to leave).
+run_term_run() { term_run run --no-journal -- yes; }
+
+# Runs each kind N times; prints one line per kind: the times and how many were within.
 series() {
   label=$1
-  for kind in eof term; do
+  for kind in eof term run_term; do
     bound=$([ $kind = eof ] && echo 6000 || echo 1000)
     times=""
     ok=0
