@@ -102,11 +102,17 @@ function writeNow(fd: number, parts: readonly Uint8Array[]): number {
 
 /**
  * One `sendmsg` of the parts (one wake-up of the reader, not one per part); 0 when the
- * socket is full, BROKEN when its peer hung up or it failed (the call does not say which
- * errno it met: the socket's state does).
+ * socket is full, BROKEN when its peer hung up or the send fails for another reason. The
+ * call does not say which errno it met, so the socket's state does: closed is broken, full
+ * is 0, and with room the send is tried once more (the reader may have made room in
+ * between) — failing with room, it failed for good (a peer that shut its reading: EPIPE
+ * while the socket still polls writable).
  */
 function sendAll(c: Libc, fd: number, parts: readonly Uint8Array[]): number {
   const n = c.sendNow(fd, parts);
   if (n >= 0) return n;
-  return c.writeClosed(fd) ? BROKEN : 0;
+  const room = c.writeRoom(fd);
+  if (room !== "room") return room === "closed" ? BROKEN : 0;
+  const again = c.sendNow(fd, parts);
+  return again >= 0 ? again : BROKEN;
 }

@@ -15,10 +15,11 @@ export interface Libc {
   /** Whether the peer of descriptor `fd` (a pipe's writers, a socket's peer) hung up. */
   hungUp(fd: number): boolean;
   /**
-   * Whether the socket or pipe `fd` writes to can take nothing more, ever (POLLHUP or
-   * POLLERR; a peer that only shut its own writing, POLLRDHUP, still reads).
+   * What the socket or pipe `fd` writes to can take now: "closed" when nothing ever again
+   * (POLLHUP or POLLERR; a peer that only shut its own writing, POLLRDHUP, still reads),
+   * "room" when some (POLLOUT), else "full".
    */
-  writeClosed(fd: number): boolean;
+  writeRoom(fd: number): "closed" | "room" | "full";
   /**
    * `sendmsg(fd, parts, MSG_DONTWAIT | MSG_NOSIGNAL)`: what a socket takes of `parts` (at
    * most IOV_MAX of them) now, in one call, never waiting and never raising SIGPIPE; -1
@@ -106,11 +107,13 @@ async function load(): Promise<Libc | null> {
           if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return false;
           return (((pollfd[1] >>> 16) & 0xffff) & (POLLHUP | POLLRDHUP | POLLERR)) !== 0;
         },
-        writeClosed: (fd) => {
+        writeRoom: (fd) => {
           pollfd[0] = fd;
           pollfd[1] = POLLOUT;
-          if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return false;
-          return (((pollfd[1] >>> 16) & 0xffff) & (POLLHUP | POLLERR)) !== 0;
+          if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return "full";
+          const revents = (pollfd[1] >>> 16) & 0xffff;
+          if ((revents & (POLLHUP | POLLERR)) !== 0) return "closed";
+          return (revents & POLLOUT) !== 0 ? "room" : "full";
         },
         sendNow: (fd, parts) => {
           // struct iovec { void *base; size_t len; }[n] and struct msghdr { name, namelen,

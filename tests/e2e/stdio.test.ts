@@ -2,11 +2,13 @@
  * turnguard's own stdout (lib/io/stdio.ts): every byte queued before exit reaches a slow
  * reader, in order, under Bun (descriptor writes) and Deno (Node streams); under Bun
  * whatever the descriptor is (a socket, a pipe that is full for a while, a file), and
- * without leaving its shared open file description non-blocking.
+ * without leaving its shared open file description non-blocking; a reader gone for good
+ * (a socket's peer closed, or shut only its reading) ends the writes instead of holding them.
  */
 import { describe, expect, test } from "bun:test";
+import { dlopen, ptr } from "bun:ffi";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, DENO, ROOT } from "../helpers/cli.ts";
@@ -92,6 +94,44 @@ describe("stdio: complete before exit", () => {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    }, 60_000);
+  }
+});
+
+describe("stdio: a reader gone for good ends the writes", () => {
+  /** A UNIX socket pair (what Node and Bun hand a child for "pipe"), our end shut at will. */
+  function socketPair(): { ours: number; theirs: number; shutdown(how: number): void } {
+    const c = dlopen("libc.so.6", {
+      socketpair: { args: ["i32", "i32", "i32", "ptr"], returns: "i32" },
+      shutdown: { args: ["i32", "i32"], returns: "i32" },
+    });
+    const fds = new Int32Array(2);
+    expect(c.symbols.socketpair(1, /* AF_UNIX */ 1, /* SOCK_STREAM */ 0, ptr(fds))).toBe(0);
+    return {
+      ours: fds[0],
+      theirs: fds[1],
+      shutdown: (how) => void c.symbols.shutdown(fds[0], how),
+    };
+  }
+
+  // The socket still polls writable when its peer only stopped reading, and `sendmsg` fails
+  // with EPIPE: a write retried while the socket "has room" would wait forever.
+  for (const [what, how] of [["shut its reading", 0], ["closed", -1]] as const) {
+    test(`a socket whose reader ${what}: the writer ends`, async () => {
+      const pair = socketPair();
+      const child = spawn(BUN, [WRITER, "text", String(COUNT)], {
+        stdio: ["ignore", pair.theirs, "inherit"],
+      });
+      closeSync(pair.theirs);
+      if (how >= 0) pair.shutdown(how);
+      else closeSync(pair.ours);
+      const code = await Promise.race([
+        new Promise<number | null>((done) => child.on("close", (code) => done(code))),
+        new Promise<"hung">((done) => setTimeout(() => done("hung"), 30_000)),
+      ]);
+      if (code === "hung") child.kill("SIGKILL");
+      if (how >= 0) closeSync(pair.ours);
+      expect(code).toBe(0);
     }, 60_000);
   }
 });
