@@ -39,6 +39,19 @@ import { streamed, type Turn, turnText } from "./turns.ts";
 import { recoveredRest } from "./beyond_wire.ts";
 import { lineEnding } from "../acp/lines.ts";
 
+/**
+ * The most sessions whose records are watched late at once (lib/cause/records_wait.ts
+ * LATE_WATCH_MS): each watch reads its session's records twice a second, within a read
+ * budget of its own.
+ */
+export const MAX_LATE_WATCHES = 16;
+
+/** A late watch, told to end once a newer turn of its session is watched instead. */
+interface LateWatch {
+  turn: number;
+  given: boolean;
+}
+
 /** The turn's records as the wait left them, and the place of its prompt among them. */
 type TurnRecordsWaited = RecordsWaited & { nth: number };
 
@@ -69,6 +82,8 @@ export class TurnFinisher {
 
   /** Per session: the latest turn whose end began. */
   readonly #latest = new Map<string, number>();
+  /** Per session: its one late watch (a newer turn's replaces it; see `#watchLate`). */
+  readonly #watches = new Map<string, LateWatch>();
   /**
    * Each turn's plugin budget, shared by every read of its records wait and late watch (a
    * reader that loops is stopped once per turn, not on every read).
@@ -246,7 +261,11 @@ export class TurnFinisher {
    * The records' end did not come within the bound: they are watched on (at most
    * LATE_WATCH_MS, and no longer than the agent runs); when the end lands, the turn is
    * concluded again from them and, when that reads differently, the journal gets the
-   * revised Outcome. The client's answer is long gone; only the record changes.
+   * revised Outcome. The client's answer is long gone; only the record changes. One watch
+   * per session: a newer turn's watch ends the older one after its next read (an agent
+   * whose ends never land would otherwise have every turn of the last 30 s read again twice
+   * a second), and at most MAX_LATE_WATCHES run at once; a turn given up on keeps its first
+   * Outcome, and the log says so.
    */
   #watchLate(
     turn: Turn,
@@ -260,7 +279,28 @@ export class TurnFinisher {
     const session = turn.sessionId;
     const plugins = this.#plugins(turn);
     const look = (read: RecordsRead) => turnRecords(read, readers, nth, plugins);
-    const watch = waitForEnd(this.#waitIo(turn), look, LATE_WATCH_MS, LATE_POLL_MS)
+    const older = this.#watches.get(session);
+    if (older) {
+      older.given = true;
+      this.state.log(
+        `session ${session} turn ${older.turn}: its late watch gives way to turn ${turn.turn}'s`,
+      );
+    } else if (this.#watches.size >= MAX_LATE_WATCHES) {
+      this.state.log(
+        `session ${session} turn ${turn.turn}: not watched late (${MAX_LATE_WATCHES} ` +
+          `sessions are watched already): its first Outcome stands`,
+      );
+      return;
+    }
+    const mine: LateWatch = { turn: turn.turn, given: false };
+    this.#watches.set(session, mine);
+    const io = this.#waitIo(turn);
+    const watch = waitForEnd(
+      { ...io, done: () => io.done() || mine.given },
+      look,
+      LATE_WATCH_MS,
+      LATE_POLL_MS,
+    )
       .then((late) => {
         if (!late.ended) return;
         // Its prompt landed before the session's next turn began: that turn owes it none.
@@ -288,7 +328,10 @@ export class TurnFinisher {
       })
       .catch((err) => this.state.guard.failed("the turn's revision", err));
     this.state.inFlight.add(watch);
-    void watch.finally(() => this.state.inFlight.delete(watch));
+    void watch.finally(() => {
+      this.state.inFlight.delete(watch);
+      if (this.#watches.get(session) === mine) this.#watches.delete(session);
+    });
   }
 
   /**

@@ -7,6 +7,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { turnguard } from "../helpers/cli.ts";
+import { MAX_LATE_WATCHES } from "../../lib/proxy/finish.ts";
 import type * as acp from "@agentclientprotocol/sdk";
 import { join } from "node:path";
 import {
@@ -338,5 +339,28 @@ describe("a user's own agent: its records and its reader plugin", () => {
       cwd: s.dir,
     });
     expect(check.stdout).toContain("session records (settle 100 ms; readers mine.log)");
+  });
+});
+
+describe("records whose end never lands: watched late, within bounds", () => {
+  test("one late watch per session (a newer turn's ends the older), at most MAX_LATE_WATCHES", async () => {
+    const s = scratch();
+    appendFileSync(s.config, "\n[agent.claude]\nrecords_wait_ms = 50\n");
+    const p = proxy(s, ["--verbose"]);
+    await withClient(p, async (ctx) => {
+      const first = await openSession(ctx);
+      await prompt(ctx, first, "records-no-end one");
+      await prompt(ctx, first, "records-no-end two");
+      // Sessions watched: the first, then MAX_LATE_WATCHES more; the last finds no room.
+      for (let i = 0; i < MAX_LATE_WATCHES; i++) {
+        await prompt(ctx, await openSession(ctx), "records-no-end other");
+      }
+    });
+    await p.exited;
+    const err = p.stderr();
+    expect(err).toMatch(/turn 1: its late watch gives way to turn 2's/);
+    expect(err.match(/its late watch gives way/g)?.length).toBe(1);
+    expect(err.match(/not watched late \(16 sessions are watched already\)/g)?.length).toBe(1);
+    expect(readOutcomes(s.outcomes).length).toBe(2 + MAX_LATE_WATCHES);
   });
 });
