@@ -43,7 +43,7 @@ import {
   byteSource,
 } from "./agent_io.ts";
 import type { ProxyOptions, ProxyResult } from "./options.ts";
-import { LineSplitter } from "../acp/lines.ts";
+import { DEFAULT_INSPECT_LIMIT, LineSplitter, type Segment } from "../acp/lines.ts";
 import { runWithAgent } from "./proxy.ts";
 import { Guard } from "./relay.ts";
 
@@ -51,11 +51,15 @@ const decoder = new TextDecoder();
 const LF = 0x0a;
 
 /**
- * The envelope is read from whole lines, however long: the splitter's limit is never
- * reached, so every segment is a whole line (a line past the inspection limit is held whole
- * here, as it was before this splitter served the chain: a bound on it is still to do).
+ * The longest line on the conductor's connection that is read, as a multiple of the
+ * proxy's inspection limit (`--max-line-bytes`): an envelope around a line the proxy would
+ * still read, with room to spare. The envelope is read from whole lines, so a line is held
+ * until its end; a longer one is not held but dropped as it passes (it can be neither
+ * routed nor unwrapped unread), and said on stderr. The lines the proxy writes onto the
+ * connection come from lines within it (or are turnguard's own), so the sides' sinks, held
+ * to the same bound, hold no more.
  */
-const WHOLE_LINES = Number.MAX_SAFE_INTEGER;
+export const CHAIN_LINE_FACTOR = 2;
 
 /** ACP's cancellation of a request (agent-client-protocol schema/v1/meta.unstable.json). */
 const CANCEL_REQUEST = "$/cancel_request";
@@ -79,7 +83,8 @@ export function runChainProxy(opts: ProxyOptions): Promise<ProxyResult> {
       ? `profile ${profile.name}: the agent's logs and session records are read; ${unavailable}`
       : `profile ${profile.name} names no logs or session records (--profile NAME names the agent's): only the wire is read; ${unavailable}`,
   );
-  const link = new ChainLink(byteSource(opts.input), opts.output, stderr, log);
+  const limit = CHAIN_LINE_FACTOR * (opts.inspectLimit ?? DEFAULT_INSPECT_LIMIT);
+  const link = new ChainLink(byteSource(opts.input), opts.output, stderr, log, limit);
   return runWithAgent(
     { ...opts, input: link.clientInput, output: link.clientOutput },
     link.agent,
@@ -131,7 +136,7 @@ class SideSource implements ByteSource {
  * sides' lines never interleave), each as `line` makes it (null: nothing).
  */
 class SideSink implements ByteSink {
-  readonly #lines = new LineSplitter(WHOLE_LINES);
+  readonly #lines: LineSplitter;
   readonly #drain: (() => void)[] = [];
   readonly #error: (() => void)[] = [];
 
@@ -141,6 +146,7 @@ class SideSink implements ByteSink {
     readonly ended: () => void = () => {},
   ) {
     wire.sinks.push(this);
+    this.#lines = new LineSplitter(wire.lineLimit);
   }
 
   write(bytes: Uint8Array): boolean {
@@ -169,7 +175,8 @@ class Wire {
   readonly sinks: SideSink[] = [];
   full = false;
 
-  constructor(readonly out: ByteSink) {
+  /** `lineLimit`: the longest line a side's sink holds whole (see CHAIN_LINE_FACTOR). */
+  constructor(readonly out: ByteSink, readonly lineLimit: number) {
     out.on("drain", () => {
       this.full = false;
       for (const sink of this.sinks) sink.emit("drain");
@@ -205,7 +212,10 @@ class ChainLink {
   #exit: AgentExit | null = null;
   #exited: (exit: AgentExit) => void = () => {};
   /** The conductor's lines, each whole (the envelope is read from the whole line). */
-  readonly #lines = new LineSplitter(WHOLE_LINES);
+  readonly #lines: LineSplitter;
+  /** Bytes of the over-long conductor line being dropped. */
+  #dropped = 0;
+  readonly #stderr: Pick<LineSink, "line">;
   readonly #guard: Guard;
 
   constructor(
@@ -213,10 +223,13 @@ class ChainLink {
     output: ByteSink,
     stderr: Pick<LineSink, "line">,
     log: (line: string) => void,
+    lineLimit: number,
   ) {
     this.#input = input;
     this.#log = log;
-    const wire = new Wire(output);
+    this.#stderr = stderr;
+    this.#lines = new LineSplitter(lineLimit);
+    const wire = new Wire(output, lineLimit);
     const changed = () => this.#changed();
     this.clientInput = new SideSource(changed);
     this.#agentOutput = new SideSource(changed);
@@ -272,12 +285,24 @@ class ChainLink {
   }
 
   #fromConductor(chunk: Uint8Array): void {
-    this.#lines.push(chunk, (segment) => this.#route(segment.bytes));
+    this.#lines.push(chunk, (segment) => this.#segment(segment));
+  }
+
+  /** A whole line is routed; the bytes of one past the line limit are dropped, and said. */
+  #segment(segment: Segment): void {
+    if (segment.kind !== "pass") return this.#route(segment.bytes);
+    this.#dropped += segment.bytes.length;
+    if (!segment.end) return;
+    this.#stderr.line(
+      `turnguard: chain: a line from the conductor of ${this.#dropped} bytes was dropped: ` +
+        `longer than ${this.#lines.limit} bytes, it cannot be routed unread`,
+    );
+    this.#dropped = 0;
   }
 
   /** The conductor closed the connection: both sides end, the client's first. */
   #conductorEnded(): void {
-    this.#lines.end((segment) => this.#route(segment.bytes));
+    this.#lines.end((segment) => this.#segment(segment));
     this.clientInput.end();
     this.#agentOutput.end();
     this.#end(0, null);

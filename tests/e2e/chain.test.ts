@@ -19,6 +19,7 @@ import {
 } from "@thinkwell/conductor";
 import { ensureBinary } from "../helpers/binary.ts";
 import { BUN, ROOT } from "../helpers/cli.ts";
+import { CHAIN_LINE_FACTOR } from "../../lib/proxy/chain.ts";
 
 setDefaultTimeout(60_000);
 
@@ -279,27 +280,33 @@ describe("turnguard in @thinkwell/conductor's chain", () => {
   );
 });
 
+/** `turnguard proxy --chain ARGS` with a conductor written here: its lines out, one at a time. */
+function startLink(args: string[]) {
+  const child = spawn(bin, ["proxy", "--chain", ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { PATH: process.env.PATH, HOME: mkdtempSync(join(dir, "home-")) },
+  });
+  let err = "";
+  child.stderr.on("data", (c) => (err += c));
+  const out: Json[] = [];
+  let wake = () => {};
+  createInterface({ input: child.stdout }).on("line", (l) => {
+    out.push(JSON.parse(l));
+    wake();
+  });
+  const next = async (): Promise<Json> => {
+    while (out.length === 0) await new Promise<void>((r) => (wake = r));
+    return out.shift()!;
+  };
+  const closed = new Promise<number | null>((r) => child.on("close", r));
+  return { child, out, next, stderr: () => err, closed };
+}
+
 describe("the RFD's generation, spoken by a conductor written here", () => {
   test("proxy/initialize, proxy/successor both ways, one answer each, exit 0 at EOF", async () => {
     const f = files();
-    const child = spawn(bin, ["proxy", "--chain", "-v", "--outcome-file", f.outcomes], {
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { PATH: process.env.PATH, HOME: mkdtempSync(join(dir, "home-")) },
-    });
-    let stderr = "";
-    child.stderr.on("data", (c) => (stderr += c));
-    const out: Json[] = [];
-    let wake = () => {};
-    createInterface({ input: child.stdout }).on("line", (l) => {
-      out.push(JSON.parse(l));
-      wake();
-    });
-    const next = async (): Promise<Json> => {
-      while (out.length === 0) await new Promise<void>((r) => (wake = r));
-      return out.shift()!;
-    };
+    const { child, out, next, stderr, closed } = startLink(["-v", "--outcome-file", f.outcomes]);
     const send = (m: Json) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
-    const closed = new Promise<number | null>((r) => child.on("close", r));
 
     const init = { protocolVersion: 1, clientCapabilities: {} };
     send({ id: 1, method: "proxy/initialize", params: init });
@@ -377,38 +384,53 @@ describe("the RFD's generation, spoken by a conductor written here", () => {
     expect(await closed).toBe(0);
     expect(out.filter((m) => m.id === 4).length).toBe(1);
     expect(out.filter((m) => m.id === 4)[0].error).toBeDefined();
-    expect(stderr).toContain(
+    expect(stderr()).toContain(
       "turnguard: chain: a line toward the successor is not a JSON-RPC message: dropped\n",
     );
     expect(out.some((m) => JSON.stringify(m).includes("not json"))).toBe(false);
-    expect(stderr.split("\n").filter((l) => l.includes("initialized by"))).toEqual([
+    expect(stderr().split("\n").filter((l) => l.includes("initialized by"))).toEqual([
       "turnguard: chain: initialized by proxy/initialize; the successor is reached through proxy/successor",
     ]);
     expect(lines(f.outcomes).map((o) => o.status)).toEqual(["ok", "cancelled"]);
   });
 
+  test("a conductor line past twice --max-line-bytes is dropped as it passes, not held; the next is read", async () => {
+    const limit = 1024 * 1024;
+    const { child, next, stderr, closed } = startLink(["--max-line-bytes", String(limit)]);
+    // A notification of 96 MiB (48 times the bound), in 1 MiB writes, each waiting for the
+    // pipe to take it.
+    const block = new Uint8Array(1024 * 1024).fill(0x61);
+    const write = (b: Uint8Array | string) =>
+      new Promise<void>((r) => child.stdin.write(b) ? r() : child.stdin.once("drain", r));
+    await write('{"jsonrpc":"2.0","method":"x","params":"');
+    for (let i = 0; i < 96; i++) await write(block);
+    await write('"}\n');
+    const init = { protocolVersion: 1, clientCapabilities: {} };
+    await write(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "proxy/initialize", params: init }) + "\n",
+    );
+    // Had the long line been routed, it would have come first (wrapped toward the successor).
+    expect((await next()).method).toBe("proxy/successor");
+    // The long line was read through before the next line was.
+    const peak = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
+    child.stdin.end();
+    expect(await closed).toBe(0);
+    expect(stderr()).toContain(
+      `turnguard: chain: a line from the conductor of ${96 * block.length + 43} bytes was ` +
+        `dropped: longer than ${CHAIN_LINE_FACTOR * limit} bytes, it cannot be routed unread\n`,
+    );
+    // Held whole, the line alone was 96 MiB (its text as much again).
+    expect(Number(peak![1]) * 1024).toBeLessThan(96 * block.length);
+  });
+
   test("SIGTERM ends the link: the open prompt answered once, exit 143", async () => {
-    const child = spawn(bin, ["proxy", "--chain"], {
-      stdio: ["pipe", "pipe", "ignore"],
-      env: { PATH: process.env.PATH, HOME: mkdtempSync(join(dir, "home-")) },
-    });
-    const out: Json[] = [];
-    let wake = () => {};
-    createInterface({ input: child.stdout }).on("line", (l) => {
-      out.push(JSON.parse(l));
-      wake();
-    });
-    const count = async (n: number) => {
-      while (out.length < n) await new Promise<void>((r) => (wake = r));
-    };
-    const closed = new Promise<number | null>((r) => child.on("close", r));
+    const { child, out, next, closed } = startLink([]);
     const send = (m: Json) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
     send({ id: 1, method: "proxy/initialize", params: { protocolVersion: 1 } });
-    await count(1);
-    send({ id: out[0].id, result: { protocolVersion: 1 } });
-    await count(2);
+    send({ id: (await next()).id, result: { protocolVersion: 1 } });
+    await next();
     send({ id: 2, method: "session/prompt", params: { sessionId: "s", prompt: [] } });
-    await count(3);
+    await next();
     child.kill("SIGTERM");
     expect(await closed).toBe(143);
     expect(out.filter((m) => m.id === 2).length).toBe(1);
