@@ -199,7 +199,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       verbose: values.verbose === true,
       // Each turn's end: publish, then the journal (its retries, and telemetry) and the
       // outcome file (lib/proxy/turn_end.ts).
-      turnEnd: { publish, recorder: journaling.recorder, onOutcome },
+      turnEnd: { publish, recorder: journaling.recorder, onOutcome, onRevised: appendOutcome },
       // The journal reads every turn's reply (`wait --print`), so the text is always kept.
       keepReplyText: true,
       retryWaits: journaling.recorder.policy.retries > 0 ? journaling.waits : undefined,

@@ -39,7 +39,10 @@ export const REPLAY_OPTIONS = {
 /** What one replay left: the client's received lines, the Outcomes, the proxy's stderr. */
 export interface Replayed {
   received: string[];
+  /** Each turn's Outcome as the client was answered. */
   outcomes: Outcome[];
+  /** Revisions of them, once late session records read differently (`revision` set). */
+  revisions: Outcome[];
   stderr: string;
   code: number | null;
 }
@@ -221,9 +224,11 @@ export async function replayRecording(
     try {
       text = readFileSync(outcomes, "utf8");
     } catch { /* no turn ended */ }
+    const all = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Outcome);
     return {
       received,
-      outcomes: text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Outcome),
+      outcomes: all.filter((o) => o.revision === undefined),
+      revisions: all.filter((o) => o.revision !== undefined),
       stderr,
       code,
     };
@@ -241,9 +246,9 @@ export function formatOutcome(o: Outcome, verbose: boolean): string {
     ? ` — retryable${o.retry.afterMs ? `, after ${o.retry.afterMs} ms` : ""}`
     : "";
   const lines = [
-    `session ${o.session ?? "-"} turn ${o.turn}: ${o.status}${cause}${retry}; stop ${
-      o.stopReason ?? "-"
-    }, reply ${o.reply.chars} chars`,
+    `session ${o.session ?? "-"} turn ${o.turn}${
+      o.revision ? ` revised (${o.revision})` : ""
+    }: ${o.status}${cause}${retry}; stop ${o.stopReason ?? "-"}, reply ${o.reply.chars} chars`,
   ];
   if (o.endedEarly) lines.push(`  ended early: ${o.endedEarly.reason}`);
   if (verbose) { for (const d of o.diagnostics) lines.push(`  why: ${d}`); }
@@ -302,11 +307,12 @@ export async function replayCommand(argv: string[]): Promise<number> {
     lateFactor: late,
     ...(values["fail-fast"] ? { proxyArgs: ["--fail-fast"], recordedTimes: true } : {}),
   });
-  if (values.json) { for (const o of r.outcomes) void stdoutSink.json(o); }
+  const shown = [...r.outcomes, ...r.revisions];
+  if (values.json) { for (const o of shown) void stdoutSink.json(o); }
   else if (r.outcomes.length === 0) void stdoutSink.line("no turn ended");
   else {
     void stdoutSink.line(
-      r.outcomes.map((o) => formatOutcome(o, values.verbose === true)).join("\n"),
+      shown.map((o) => formatOutcome(o, values.verbose === true)).join("\n"),
     );
   }
   // The proxy's own words (a config error, a verbose log) when asked, or when nothing ended.

@@ -155,6 +155,12 @@ export const OutcomeSchema = once(() =>
      * a cause that cannot succeed by retrying); `reason` says why. Absent otherwise.
      */
     endedEarly: v.optional(v.object({ reason: v.string() })),
+    /**
+     * Set on a revision of a turn's Outcome (1 for the first): the session records showed
+     * the turn's end only after `records_wait_ms`, and read differently (proxy). The outcome
+     * file gets it as another line with the same `session` and `turn`; absent on the first.
+     */
+    revision: v.optional(v.number()),
     diagnostics: v.array(v.string()),
   })
 );

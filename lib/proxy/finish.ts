@@ -322,9 +322,10 @@ export class TurnFinisher {
         this.steps.recorder?.revised(
           { session: turn.sessionId, turn: turn.turn },
           turn.attempt,
-          1,
+          revised.revision ?? 1,
           revised,
         );
+        this.steps.onRevised?.(revised);
       })
       .catch((err) => this.state.guard.failed("the turn's revision", err));
     this.state.inFlight.add(watch);

@@ -21,13 +21,20 @@ function verdictOf(o: Outcome): string {
 }
 
 /**
- * The revised Outcome, or null when the late records read as the first did. The revision
- * keeps the first Outcome's publish (it happened), and says when its records landed.
+ * Revision `revision` of the turn's Outcome, or null when the late records read as the first
+ * did. The revision keeps the first Outcome's publish (it happened), and says when its
+ * records landed.
  */
-export function revisedOutcome(first: Outcome, again: Outcome, lateMs: number): Outcome | null {
+export function revisedOutcome(
+  first: Outcome,
+  again: Outcome,
+  lateMs: number,
+  revision = 1,
+): Outcome | null {
   if (verdictOf(first) === verdictOf(again)) return null;
   return {
     ...again,
+    revision,
     publish: first.publish,
     diagnostics: [
       ...again.diagnostics.filter((d) => !d.startsWith("the session records did not show")),

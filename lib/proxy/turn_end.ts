@@ -26,6 +26,8 @@ export interface TurnEndSteps {
   recorder?: TurnRecorder | null;
   /** Receives each turn's final Outcome (an attempt that is retried is not final). */
   onOutcome?: (outcome: Outcome) => void;
+  /** Receives a revision of a turn's Outcome (its `revision` set), after `onOutcome`'s. */
+  onRevised?: (outcome: Outcome) => void;
 }
 
 /** Whether the publish step runs (and so whether turns merge their tool calls). */

@@ -176,7 +176,7 @@ describe("the built-in readers declare their turn's end", () => {
 });
 
 describe("past records_wait_ms: a revised Outcome in the journal", () => {
-  test("claude-code-acp clean_after_error: the second turn, decided early, is revised to ok", async () => {
+  test("claude-code-acp clean_after_error: the second turn, decided early, is revised to ok (journal and outcome file)", async () => {
     const { journal, r } = await revisedReplay();
     // The client was answered from the records that had landed: the earlier turn's
     // retried error read as this turn's.
@@ -191,6 +191,9 @@ describe("past records_wait_ms: a revised Outcome in the journal", () => {
     expect(revised[0].revision).toBe(1);
     expect(revised[0].outcome.status).toBe("ok");
     expect(revised[0].outcome.error).toBeNull();
+    // The outcome file gets it too, as another line for the same turn.
+    expect(r.revisions.map((o) => [o.turn, o.revision, o.status])).toEqual([[2, 1, "ok"]]);
+    expect(r.revisions[0].session).toBe(r.outcomes[1].session);
     const log = await turnguard(["log", "--journal", journal]);
     expect(log.stdout).toMatch(/#2 +ok \(revised from truncated\)/);
     const json = await turnguard(["log", "--json", "--journal", journal]);

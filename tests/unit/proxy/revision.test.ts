@@ -29,6 +29,10 @@ describe("revisedOutcome", () => {
     expect(revised.error).toBeNull();
     expect(revised.diagnostics.at(-1)).toContain("first recorded truncated (capacity)");
     expect(revised.diagnostics.join("\n")).not.toContain("did not show the turn's end");
+    // Its number, which the outcome file's line carries (the first Outcome has none).
+    expect(revised.revision).toBe(1);
+    expect(first.revision).toBeUndefined();
+    expect(revisedOutcome(first, again, 250, 2)!.revision).toBe(2);
   });
 
   test("a different recovered reply is a revision too", () => {
