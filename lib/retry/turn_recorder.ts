@@ -188,6 +188,7 @@ export class TurnRecorder<const P extends RetryPolicy = RetryPolicy> {
       outcome: kept.outcome,
       ...(kept.truncated ? { replyTruncated: true as const } : {}),
     });
+    this.#telemetry?.turnRevised({ ...outcome, revision });
   }
 
   /** Retry `attempt` begins to run. */

@@ -21,6 +21,11 @@ export interface TurnTelemetry {
   attemptEnded(outcome: Outcome, end: AttemptEnd): void;
   /** The retry that was to follow the turn's last attempt will not run. Returns at once. */
   retryStopped(session: string, turn: number): void;
+  /**
+   * The turn's Outcome was revised after its end was exported (`outcome.revision` set): a
+   * log record `turnguard.turn.revised`, in the turn span's context. Returns at once.
+   */
+  turnRevised(outcome: Outcome): void;
   /** Sends what is queued, waiting at most the flush bound; says on stderr what was lost. */
   close(): Promise<void>;
 }
@@ -28,7 +33,8 @@ export interface TurnTelemetry {
 /** An attempt's end or a stopped retry, kept until the SDK is loaded. */
 type Early =
   | { kind: "attempt"; outcome: Outcome; end: AttemptEnd }
-  | { kind: "stopped"; session: string; turn: number };
+  | { kind: "stopped"; session: string; turn: number }
+  | { kind: "revised"; outcome: Outcome };
 
 /** Where `openTelemetry` reads its settings and says its one-line problems. */
 export interface TelemetryOptions {
@@ -49,7 +55,11 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
   const perTurn = (settings.traces ? 1 : 0) + (settings.logs ? 1 : 0);
   /** Records an event makes: an attempt's span, and the turn's records when it ends. */
   const recordsOf = (e: Early) =>
-    e.kind === "stopped" ? perTurn : (settings.traces ? 1 : 0) + (e.end.final ? perTurn : 0);
+    e.kind === "stopped"
+      ? perTurn
+      : e.kind === "revised"
+      ? (settings.logs ? 1 : 0)
+      : (settings.traces ? 1 : 0) + (e.end.final ? perTurn : 0);
   let sink: OtelExport | null | undefined;
   /** What happened before the SDK was loaded (bounded like the export queue). */
   const early: Early[] = [];
@@ -70,7 +80,11 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
     );
   };
   const apply = (to: OtelExport, e: Early) =>
-    e.kind === "stopped" ? to.retryStopped(e.session, e.turn) : to.attemptEnded(e.outcome, e.end);
+    e.kind === "stopped"
+      ? to.retryStopped(e.session, e.turn)
+      : e.kind === "revised"
+      ? to.turnRevised(e.outcome)
+      : to.attemptEnded(e.outcome, e.end);
   const loading = import("./otel.ts").then((m) => new m.OtelExport(settings, opts.name, dropped))
     .then(
       (loaded) => {
@@ -104,6 +118,7 @@ export function openTelemetry(opts: TelemetryOptions): TurnTelemetry | null {
   return {
     attemptEnded: (outcome, end) => handle({ kind: "attempt", outcome, end }),
     retryStopped: (session, turn) => handle({ kind: "stopped", session, turn }),
+    turnRevised: (outcome) => handle({ kind: "revised", outcome }),
     async close() {
       quiet = true;
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -18,6 +18,7 @@
 import {
   type AnyValue,
   type Attributes,
+  type Context,
   ROOT_CONTEXT,
   SeverityNumber,
   type Span,
@@ -47,6 +48,7 @@ import {
   agentAttemptEvents,
   attemptRecord,
   type TurnContext,
+  type TurnRecord,
   turnRecord,
   turnStartAttributes,
   UNKNOWN_PROVIDER,
@@ -96,6 +98,11 @@ export class OtelExport {
   readonly #logger: LoggerProvider | null;
   /** Turns with a retry to come, by session and turn number (insertion order: oldest first). */
   readonly #open = new Map<string, OpenTurn>();
+  /**
+   * The last OPEN_TURNS turns that ended: their span's context and start, for a revision
+   * of their Outcome (insertion order: oldest first).
+   */
+  readonly #ended = new Map<string, { context: Context; startMs: number; attempts: number }>();
 
   /** `dropped` is told of every export that failed (its records are lost), with why. */
   constructor(
@@ -249,18 +256,49 @@ export class OtelExport {
       this.counts.accepted++;
       context = trace.setSpan(ROOT_CONTEXT, open.span);
     }
-    if (this.#logger) {
-      this.#logger.getLogger(SCOPE).emit({
-        eventName: "turnguard.turn",
-        timestamp: rec.endMs,
-        severityNumber: SeverityNumber[rec.severity],
-        severityText: rec.severity,
-        body: rec.body as AnyValue,
-        attributes: rec.attributes as Attributes,
-        context,
-      });
-      this.counts.accepted++;
-    }
+    this.#ended.delete(key);
+    this.#ended.set(key, { context, startMs: open.startMs, attempts: open.attempts });
+    if (this.#ended.size > OPEN_TURNS) this.#ended.delete(this.#ended.keys().next().value!);
+    this.#turnLog("turnguard.turn", rec, context);
+  }
+
+  /**
+   * A turn's Outcome was revised after it ended (lib/proxy/finish.ts): its log record
+   * `turnguard.turn.revised`, with the revised Outcome and `turnguard.revision`, in the
+   * turn span's context while it is among the last OPEN_TURNS turns (else none). Its span
+   * is not sent again: it ended.
+   */
+  turnRevised(outcome: Outcome): void {
+    const key = `${outcome.session}\n${outcome.turn}`;
+    const ended = this.#ended.get(key);
+    const ctx: TurnContext = {
+      conversationId: outcome.session ?? "",
+      attempt: 0,
+      name: this.#name,
+      provider: this.#settings.providers[outcome.agent] ?? UNKNOWN_PROVIDER,
+      includeReply: this.#settings.includeReply,
+    };
+    const rec = turnRecord(outcome, ctx, {
+      startMs: ended?.startMs ?? Date.parse(outcome.startedAt),
+      attempts: ended?.attempts ?? 1,
+    });
+    rec.attributes["turnguard.revision"] = outcome.revision ?? 1;
+    this.#turnLog("turnguard.turn.revised", rec, ended?.context ?? ROOT_CONTEXT);
+  }
+
+  /** A turn's log record (the turn's end, or a revision of it). */
+  #turnLog(eventName: string, rec: TurnRecord, context: Context): void {
+    if (!this.#logger) return;
+    this.#logger.getLogger(SCOPE).emit({
+      eventName,
+      timestamp: rec.endMs,
+      severityNumber: SeverityNumber[rec.severity],
+      severityText: rec.severity,
+      body: rec.body as AnyValue,
+      attributes: rec.attributes as Attributes,
+      context,
+    });
+    this.counts.accepted++;
   }
 
   /** Ends the turns still open (their last attempt is final) and sends what is queued. */

@@ -125,10 +125,19 @@ describe("turn_revised", () => {
       writer: "w",
       now: () => T0,
     });
+    // Telemetry hears of it too, the revision's number on its Outcome.
+    const exported: string[] = [];
+    recorder.exportTo({
+      attemptEnded: (o) => void exported.push(`ended ${o.status}`),
+      retryStopped: () => {},
+      turnRevised: (o) => void exported.push(`revised ${o.status} ${o.revision}`),
+      close: () => Promise.resolve(),
+    });
     const key = { session: "s1", turn: 1 };
     recorder.ended(key, 0, outcome("ok"), false);
     recorder.revised(key, 0, 1, outcome("failed"));
     expect(records.map((r) => r.event)).toEqual(["turn_ended", "turn_revised"]);
+    expect(exported).toEqual(["ended ok", "revised failed 1"]);
     const turn = latestTurn(foldRecords(records))!;
     expect(turn.outcome?.status).toBe("failed");
     expect(turn.revised?.from).toBe("ok");

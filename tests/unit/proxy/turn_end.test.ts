@@ -43,6 +43,7 @@ function world(retries: number, publish = false) {
     attemptEnded: (o, end) =>
       void events.push(`telemetry ${o.status}${end.final ? "" : ", a retry follows"}`),
     retryStopped: () => void events.push("telemetry retry stopped"),
+    turnRevised: (o) => void events.push(`telemetry revised ${o.status}`),
     close: () => Promise.resolve(),
   };
   recorder.exportTo(telemetry);

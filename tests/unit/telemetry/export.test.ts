@@ -130,6 +130,28 @@ for (const protocol of PROTOCOLS) {
       expect(r.logs.map((l) => l.severityText)).toEqual(["ERROR", "ERROR"]);
     });
 
+    test("a revised Outcome: a turnguard.turn.revised log record in the turn span's context", async () => {
+      const { r, telemetry } = await exportTo(protocol);
+      telemetry.attemptEnded(attempt("truncated", 0), end(0, true));
+      telemetry.turnRevised({ ...attempt("ok", 0), revision: 1 });
+      // A turn no longer (or never) known: the record still goes, in no span's context.
+      telemetry.turnRevised({ ...attempt("ok", 0, { session: "gone" }), revision: 2 });
+      await telemetry.close();
+      expect(r.rejected).toEqual([]);
+      const [turn] = r.spans.filter((s) => s.name === "invoke_agent claude");
+      // The turn's span is not sent again: it ended as first recorded.
+      expect(r.spans.filter((s) => s.name === "invoke_agent claude")).toHaveLength(1);
+      const revised = r.logs.filter((l) => l.eventName === "turnguard.turn.revised");
+      expect(revised.map((l) => [l.attributes["turnguard.revision"], l.severityText])).toEqual([
+        [1, "INFO"],
+        [2, "INFO"],
+      ]);
+      expect([revised[0].traceId, revised[0].spanId]).toEqual([turn.traceId, turn.spanId]);
+      expect(revised[1].spanId).toBe("");
+      expect(revised[0].attributes["gen_ai.conversation.id"]).toBe("s1");
+      expect(r.logs.filter((l) => l.eventName === "turnguard.turn")).toHaveLength(1);
+    });
+
     test("an agent with no known provider: the documented _OTHER", async () => {
       const { r, telemetry } = await exportTo(protocol, { providers: { mine: "x_ai" } });
       telemetry.attemptEnded(attempt("ok", 0, { agent: "custom" }), end(0, true));
