@@ -6,7 +6,7 @@
  * files; each attack checks what the follower tells and what it costs (calls and bytes), not
  * how long it takes.
  */
-import { describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
 import {
   appendFileSync,
@@ -50,6 +50,27 @@ const SLOW_LINE =
   'level=ERROR message="stream error" error.error="AI_APICallError: something failed ' +
   `with status 5" ${"ab ".repeat(20)}\n`;
 
+/** The scratch directories of a test, removed after it. */
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh scratch directory (removed after the test). */
+function scratchDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A scratch directory with the agent's log in it, `started` (or what `first` says). */
+function startedLog(first = "started\n"): { dir: string; log: string } {
+  const dir = scratchDir();
+  const log = join(dir, "agent.log");
+  writeFileSync(log, first);
+  return { dir, log };
+}
+
 /** A LogFs that counts the calls a look makes. */
 function counting(): { fs: LogFs; calls: { readDir: number; stat: number; bytes: number } } {
   const calls = { readDir: 0, stat: 0, bytes: 0 };
@@ -88,9 +109,7 @@ function follower(
 
 describe("the live follower, attacked by the agent's own log files", () => {
   test("a log renamed away (to a name its pattern does not match) and still written: each attempt is told once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
-    const log = join(dir, "agent.log");
-    writeFileSync(log, "started\n");
+    const { dir, log } = startedLog();
     const seen: AgentAttempt[] = [];
     const f = follower([log], seen);
     renameSync(log, join(dir, "agent.log.1"));
@@ -103,11 +122,10 @@ describe("the live follower, attacked by the agent's own log files", () => {
     await f.look();
     await f.look();
     expect(seen.map((a) => a.n)).toEqual([1, 2]);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("logs deleted in a directory of 20,000 entries are searched for once, not on every look", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
+    const dir = scratchDir();
     for (let i = 0; i < 20_000; i++) closeSync(openSync(join(dir, `x${i}`), "w"));
     for (let i = 0; i < 8; i++) writeFileSync(join(dir, `a${i}.log`), "started\n");
     const seen: AgentAttempt[] = [];
@@ -119,13 +137,10 @@ describe("the live follower, attacked by the agent's own log files", () => {
     for (let i = 0; i < 5; i++) await f.look();
     // Each later look costs what a look over an empty glob costs, not 8 × 20,000 stats.
     expect(calls.stat - first).toBeLessThan(100);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a log swapped for a FIFO mid-turn: the look returns and tells nothing", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
-    const log = join(dir, "agent.log");
-    writeFileSync(log, "started\n");
+    const { log } = startedLog();
     const seen: AgentAttempt[] = [];
     const f = follower([log], seen);
     unlinkSync(log);
@@ -133,13 +148,10 @@ describe("the live follower, attacked by the agent's own log files", () => {
     await f.look();
     await f.look();
     expect(seen).toEqual([]);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a log swapped for a sparse file of a terabyte: each look reads a bounded tail", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
-    const log = join(dir, "agent.log");
-    writeFileSync(log, "started\n");
+    const { log } = startedLog();
     const seen: AgentAttempt[] = [];
     const { fs, calls } = counting();
     const f = follower([log], seen, fs);
@@ -149,13 +161,10 @@ describe("the live follower, attacked by the agent's own log files", () => {
     for (let i = 0; i < 3; i++) await f.look();
     expect(seen).toEqual([]);
     expect(calls.bytes).toBeLessThanOrEqual(3 * 1024 * 1024);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a line of 8 MiB without a newline, then an attempt: the attempt is told once, the long line never", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
-    const log = join(dir, "agent.log");
-    writeFileSync(log, "started\n");
+    const { log } = startedLog();
     const seen: AgentAttempt[] = [];
     const { fs, calls } = counting();
     const f = follower([log], seen, fs);
@@ -169,13 +178,10 @@ describe("the live follower, attacked by the agent's own log files", () => {
     await f.look();
     expect(seen.map((a) => [a.n, a.category])).toEqual([[1, "quota"]]);
     expect(calls.bytes).toBeLessThanOrEqual(4 * 1024 * 1024);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a flood of 5,000 failed attempts in one look: n counts them all, few are told", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
-    const log = join(dir, "agent.log");
-    writeFileSync(log, "started\n");
+    const { log } = startedLog();
     const seen: AgentAttempt[] = [];
     const f = follower([log], seen);
     appendFileSync(log, `${QUOTA_LINE}\n`.repeat(5_000).slice(0, 240 * 1024));
@@ -186,7 +192,6 @@ describe("the live follower, attacked by the agent's own log files", () => {
     // Each told attempt is a journal record and a --verbose line: a look tells a bounded few.
     expect(seen.length).toBeLessThanOrEqual(20);
     expect(seen[0].n).toBe(1);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a flood keeps the newest attempt not retryable: --fail-fast still sees a quota among rate limits", () => {
@@ -206,7 +211,7 @@ describe("the live follower, attacked by the agent's own log files", () => {
   });
 
   test("a look over 1 MiB of failed attempts lets the event loop turn (the relay runs on it)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
+    const dir = scratchDir();
     for (let i = 0; i < 4; i++) writeFileSync(join(dir, `a${i}.log`), "");
     const seen: AgentAttempt[] = [];
     const f = follower([join(dir, "*.log")], seen);
@@ -227,13 +232,10 @@ describe("the live follower, attacked by the agent's own log files", () => {
     expect(f.seen).toBeGreaterThan(0);
     // A smoke bound: classified in one piece, this look held the thread for 700–850 ms.
     expect(longest).toBeLessThan(200);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("glog lines of other processes stay theirs when a look is classified in slices", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tg-hostile-follow-"));
-    const log = join(dir, "agent.log");
-    writeFileSync(log, "");
+    const { log } = startedLog("");
     const glog = (pid: number, text: string) =>
       `E1201 16:20:00.000000 ${pid} errorreport.go:223] ${text}\n`;
     const seen: AgentAttempt[] = [];
@@ -258,6 +260,5 @@ describe("the live follower, attacked by the agent's own log files", () => {
     appendFileSync(log, glog(4242, QUOTA_LINE));
     await f.look();
     expect(seen.map((a) => a.category)).toEqual(["quota"]);
-    rmSync(dir, { recursive: true, force: true });
   });
 });
