@@ -4,14 +4,7 @@
  * the one place that answers them (lib/proxy/answers.ts).
  */
 import { Buffer } from "node:buffer";
-import {
-  isObject,
-  type Opaque,
-  parseBatch,
-  readMessage,
-  sessionIdOf,
-  startsArray,
-} from "../acp/jsonrpc.ts";
+import { isObject, type Opaque, readMessage, sessionIdOf, startsArray } from "../acp/jsonrpc.ts";
 import { peekUpdate } from "../acp/peek.ts";
 import type { ClientAnswers } from "./answers.ts";
 import {
@@ -23,6 +16,7 @@ import {
   TOO_LONG,
 } from "./long_lines.ts";
 import { hasBytes, hasBytesIn, type LineReader, PASS, type Verdict } from "./relay.ts";
+import { filterBatch } from "./batches.ts";
 import type { ProxyState } from "./state.ts";
 import { refuse } from "./tracking.ts";
 import {
@@ -92,10 +86,7 @@ export class AgentLines implements LineReader {
     if (state.turns.size === 0 && !hasBytes(line, ID_KEY)) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#opaque(message, line);
-    if (!message) {
-      if (startsArray(line)) this.#batch(line);
-      return PASS;
-    }
+    if (!message) return startsArray(line) ? this.#batch(line) : PASS;
     const now = state.now();
     switch (message.kind) {
       case "notification": {
@@ -194,16 +185,26 @@ export class AgentLines implements LineReader {
     return PASS;
   }
 
-  /** A batch from the agent: its responses answer the client's requests. */
-  #batch(line: Uint8Array): void {
+  /**
+   * A batch from the agent: its responses answer the client's requests; its requests are
+   * tracked, those past the in-flight cap refused (answered to the agent) and taken out of
+   * it, as a single line's would be (lib/proxy/batches.ts).
+   */
+  #batch(line: Uint8Array): Verdict {
     const state = this.#state;
     const now = state.now();
-    for (const message of parseBatch(line) ?? []) {
-      if (message.kind === "request") {
-        state.agentPending.add(message.id, message.method, sessionIdOf(message.params));
-      } else if (message.kind !== "notification") {
+    return filterBatch(line, ({ message, single }) => {
+      if (message === null || message.kind === "notification") return false;
+      if (message.kind !== "request") {
         this.#answers.inBatch(message, now);
+        return false;
       }
-    }
+      if (single !== null && state.agentPending.full) {
+        refuse(state, "agent", message.id, single);
+        return true;
+      }
+      state.agentPending.add(message.id, message.method, sessionIdOf(message.params));
+      return false;
+    });
   }
 }

@@ -7,7 +7,6 @@ import {
   isObject,
   type Message,
   type Opaque,
-  parseBatch,
   readMessage,
   sessionIdOf,
   startsArray,
@@ -22,6 +21,7 @@ import {
   TOO_LONG,
 } from "./long_lines.ts";
 import { hasBytes, type LineReader, PASS, type Verdict } from "./relay.ts";
+import { filterBatch } from "./batches.ts";
 import type { ClientAnswers } from "./answers.ts";
 import type { RetryQueue } from "./retries.ts";
 import type { ProxyState } from "./state.ts";
@@ -60,10 +60,7 @@ export class ClientLines implements LineReader {
     if (state.agentPending.size === 0 && !hasBytes(line, METHOD_KEY)) return PASS;
     const message = readMessage(line);
     if (message?.kind === "opaque") return this.#opaque(message, line);
-    if (!message) {
-      if (startsArray(line)) this.#batch(line);
-      return PASS;
-    }
+    if (!message) return startsArray(line) ? this.#batch(line) : PASS;
     const now = state.now();
     switch (message.kind) {
       case "request":
@@ -177,17 +174,31 @@ export class ClientLines implements LineReader {
 
   /**
    * A batch from the client: its requests are tracked (a `session/prompt` among them as a
-   * plain request, not a turn), its responses answer the agent's requests.
+   * plain request, not a turn), its responses answer the agent's requests. A request a single
+   * line would have refused (past the in-flight cap, or under an id the agent still owes an
+   * answer to) is refused here too: answered at once, and taken out of the batch, whose
+   * other elements go on with their bytes unchanged (the batch is dropped when none is left).
    */
-  #batch(line: Uint8Array): void {
+  #batch(line: Uint8Array): Verdict {
     const state = this.#state;
     const now = state.now();
-    for (const message of parseBatch(line) ?? []) {
-      if (message.kind === "request") {
-        this.#answers.request(message.id, message.method, sessionIdOf(message.params));
-      } else if (message.kind !== "notification") {
-        clientAnswered(state, message.id, now);
+    let refused = 0;
+    const verdict = filterBatch(line, ({ message, single }) => {
+      if (message === null) return false;
+      if (message.kind !== "request") {
+        if (message.kind !== "notification") clientAnswered(state, message.id, now);
+        return false;
       }
-    }
+      if (single !== null) {
+        const answered = state.clientPending.full
+          ? refuse(state, { client: this.#answers }, message.id, single)
+          : this.#answers.reused(message.id, single);
+        if (answered !== null) return ++refused > 0;
+      }
+      this.#answers.request(message.id, message.method, sessionIdOf(message.params));
+      return false;
+    });
+    if (refused > 0) state.log(`a client batch: ${refused} of its requests refused`);
+    return verdict;
   }
 }

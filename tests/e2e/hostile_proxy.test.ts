@@ -684,6 +684,73 @@ setInterval(() => {}, 1000);
     expect(lines(p.out()).length).toBeLessThanOrEqual(CAP);
   });
 
+  test("client: a batch's requests past the cap are refused and taken out of it; the rest goes on as it was", async () => {
+    const got = join(scratch().dir, "agent-input");
+    const p = capped("sh", ["-c", `cat > '${got}'`]);
+    for (let id = 1; id <= CAP; id++) p.input.write(request(id));
+    // Past the cap: two requests and a notification in one batch, written with spaces.
+    const note = '{"jsonrpc":"2.0","method":"x/note","params":{"a":[1, "],"]}}';
+    p.input.write(`[ ${request(201).trim()} ,${note}, ${request(202).trim()} ]\n`);
+    // A batch of refused requests only is not sent at all.
+    p.input.write(`[${request(203).trim()}]\n`);
+    await until(() => lines(p.out()).length >= 3);
+    expect(lines(p.out()).map(errorOf).map((r) => [r.id, r.error.code])).toEqual([
+      [201, -32603],
+      [202, -32603],
+      [203, -32603],
+    ]);
+    p.input.end();
+    await p.running;
+    const sent = lines(readFileSync(got, "utf8"));
+    expect(sent.length).toBe(CAP + 1);
+    // The notification, its bytes as the client wrote them.
+    expect(sent.at(-1)).toBe(`[${note}]`);
+    // The CAP tracked requests are answered when the agent ends; the refused ones only once.
+    const ids = lines(p.out()).map(errorOf).map((r) => r.id);
+    expect(ids.length).toBe(CAP + 3);
+    expect(new Set(ids).size).toBe(CAP + 3);
+  });
+
+  test("client: a batch request under an id the agent still owes is refused and taken out of it", async () => {
+    const got = join(scratch().dir, "agent-input");
+    // The agent never answers: turnguard answers the silent prompt itself (--turn-timeout).
+    const p = inProcessProxy("sh", ["-c", `cat > '${got}'`], { turnTimeoutMs: 200, graceMs: 50 });
+    const prompt = (id: number) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "session/prompt",
+        params: { sessionId: "s", prompt: [] },
+      });
+    p.input.write(prompt(2) + "\n");
+    await until(() => lines(p.out()).length >= 1);
+    expect(errorOf(lines(p.out())[0]).error.message).toContain("turn timed out");
+    // The agent still owes id 2: a batch reusing it keeps only its other request.
+    p.input.write(`[${prompt(2)},${request(7).trim()}]\n`);
+    await until(() => lines(p.out()).length >= 2);
+    expect(errorOf(lines(p.out())[1]).id).toBe(2);
+    expect(errorOf(lines(p.out())[1]).error.message).toContain("send it under a new id");
+    p.input.end();
+    await p.running;
+    expect(lines(readFileSync(got, "utf8")).at(-1)).toBe(`[${request(7).trim()}]`);
+  });
+
+  test("agent: a batch's requests past the cap are answered to it and taken out of the batch", async () => {
+    const got = join(scratch().dir, "answers");
+    const requests = Array.from({ length: CAP }, (_, i) => request(i + 1, "fs/read")).join("");
+    const note = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}';
+    const batch = `[${request(201, "fs/read").trim()},${note},${request(202, "fs/read").trim()}]`;
+    // The agent asks CAP times, then sends the batch, keeps the first 2 lines it is sent, exits.
+    const p = capped("sh", ["-c", `printf '%s' '${requests}${batch}\n'; head -n 2 > '${got}'`]);
+    const result = await p.running;
+    p.input.end();
+    expect(result.exitCode).toBe(0);
+    const out = lines(p.out());
+    expect(out.length).toBe(CAP + 1);
+    expect(out.at(-1)).toBe(`[${note}]`);
+    expect(lines(readFileSync(got, "utf8")).map(errorOf).map((r) => r.id)).toEqual([201, 202]);
+  });
+
   test("agent: its requests past the cap are answered to it, not sent to the client", async () => {
     const got = join(scratch().dir, "answers");
     const requests = Array.from({ length: CAP + OVER }, (_, i) => request(i + 1, "fs/read"))
