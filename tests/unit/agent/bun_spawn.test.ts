@@ -70,7 +70,10 @@ test("bunSpawnAgent: a flood reaches a slow reader one bounded read at a time; e
   agent.child.stdin.end();
   expect(got).toBe(TOTAL);
   expect(largest).toBeLessThanOrEqual(PIPE_READ_BYTES);
-  await new Promise((r) => setTimeout(r, 50));
+  // The runtime closes the agent's stdin pipe on its own time.
+  for (let i = 0; i < 100 && openPipes().length !== before.length; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
   expect(openPipes()).toEqual(before);
 });
 
