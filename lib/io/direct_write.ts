@@ -10,13 +10,13 @@
  *
  * How "now" is asked depends on what the descriptor is, and never changes a flag anyone
  * else shares (the descriptor's open file description is the caller's too):
- * - a pipe (FIFO): opened a second time through /proc/self/fd, non-blocking on that new
- *   description only;
+ * - a pipe (FIFO) or a terminal: opened a second time through /proc/self/fd, non-blocking
+ *   on that new description only (a terminal whose output is suspended, Ctrl-S, takes
+ *   nothing until it resumes);
  * - a socket (what Node and Bun hand a child for "pipe"): `send` with MSG_DONTWAIT;
  * - a regular file or a device other than a terminal: written as it is (it does not wait
  *   on a reader);
- * - a terminal, or anything else: nothing here (the pool writes it all: a terminal waits
- *   only while its output is suspended).
+ * - anything else (or where /proc does not reopen it): nothing here (the pool writes it all).
  */
 import { closeSync, constants, fstatSync, openSync, writevSync } from "node:fs";
 import { isatty } from "node:tty";
@@ -36,7 +36,7 @@ export const BROKEN = -1;
 const O_CLOEXEC = 0o2000000;
 
 /** What a descriptor is, as far as writing to it without waiting goes. */
-export type DescriptorKind = "fifo" | "socket" | "file" | "other";
+export type DescriptorKind = "fifo" | "socket" | "tty" | "file" | "other";
 
 /** The kind of descriptor `fd`; "other" when it cannot be looked at. */
 export function descriptorKind(fd: number): DescriptorKind {
@@ -45,7 +45,7 @@ export function descriptorKind(fd: number): DescriptorKind {
     if (st.isFIFO()) return "fifo";
     if (st.isSocket()) return "socket";
     if (st.isFile()) return "file";
-    if (st.isCharacterDevice() && !isatty(fd)) return "file";
+    if (st.isCharacterDevice()) return isatty(fd) ? "tty" : "file";
   } catch { /* closed, or not ours to look at */ }
   return "other";
 }
@@ -56,8 +56,9 @@ export function descriptorKind(fd: number): DescriptorKind {
  */
 export function directWriter(fd: number, kind: DescriptorKind, c: Libc | null): DirectWrite | null {
   switch (kind) {
-    case "fifo": {
-      const own = reopenNonBlocking(fd);
+    case "fifo":
+    case "tty": {
+      const own = reopenNonBlocking(fd, kind);
       return own === null ? null : (parts) => writeNow(own, parts);
     }
     case "socket":
@@ -70,21 +71,26 @@ export function directWriter(fd: number, kind: DescriptorKind, c: Libc | null): 
 }
 
 /**
- * A second descriptor of the pipe `fd` writes to, non-blocking (O_NONBLOCK on this new open
- * file description only), or null (no /proc, no reader left, not a pipe after all).
+ * A second descriptor of the pipe or terminal `fd` writes to, non-blocking (O_NONBLOCK on
+ * this new open file description only; a terminal is opened O_NOCTTY, so it never becomes
+ * turnguard's controlling terminal), or null (no /proc, no reader left, not what it was).
  */
-function reopenNonBlocking(fd: number): number | null {
+function reopenNonBlocking(fd: number, kind: "fifo" | "tty"): number | null {
   let own: number;
   try {
     own = openSync(
       `/proc/self/fd/${fd}`,
-      constants.O_WRONLY | constants.O_NONBLOCK | O_CLOEXEC,
+      constants.O_WRONLY | constants.O_NONBLOCK | O_CLOEXEC | constants.O_NOCTTY,
     );
   } catch {
     return null;
   }
   try {
-    if (fstatSync(own).ino === fstatSync(fd).ino && fstatSync(own).isFIFO()) return own;
+    const [mine, theirs] = [fstatSync(own), fstatSync(fd)];
+    const same = kind === "fifo"
+      ? mine.isFIFO() && mine.ino === theirs.ino
+      : mine.isCharacterDevice() && mine.rdev === theirs.rdev;
+    if (same) return own;
   } catch { /* fall through */ }
   closeSync(own);
   return null;

@@ -5,7 +5,8 @@
  * once is written from the main thread without waiting (lib/io/direct_write.ts); the rest
  * is tried again as the reader takes more (`#out`), and writes queued meanwhile join it (at
  * most WRITE_SLICE bytes), so a retry is paid per batch, not per line. Only a descriptor
- * with no direct writer (a terminal) is written on the runtime's thread pool. Creating
+ * with no direct writer (where /proc cannot reopen it) is written on the runtime's thread
+ * pool. Creating
  * `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it is not used
  * there. Elsewhere (Deno from source) the Node streams are used. Either way
  * every write is queued in order, and `stdioIdle()` resolves once all of it has been handed
@@ -182,7 +183,7 @@ export class StdStream {
    * pool thread, and with stdout's and stderr's both waiting the runtime's own pool work
    * stopped (closing the agent's stdin never reached it: tests/e2e/ending.test.ts "a client
    * that reads neither turnguard's stdout nor its stderr"). A stream with no direct writer
-   * (a terminal) is written on the pool.
+   * (where /proc cannot reopen it) is written on the pool.
    */
   async #out(parts: Uint8Array[]): Promise<void> {
     const direct = await this.#directWhenReady();

@@ -135,3 +135,18 @@ describe("stdio: a reader gone for good ends the writes", () => {
     }, 60_000);
   }
 });
+
+describe("stdio: a terminal", () => {
+  // Under a pseudo-terminal (`script`): written from the main thread through a description of
+  // its own (not on the thread pool), every byte arrives and the terminal's shared
+  // description is left blocking (the writer exits 3 if not).
+  test("writes to a terminal arrive whole; the terminal is left blocking (bun)", () => {
+    const r = spawnSync("script", [
+      "-qec",
+      `"${BUN}" "${WRITER}" text ${COUNT}`,
+      "/dev/null",
+    ], { stdio: ["ignore", "pipe", "pipe"], maxBuffer: 1 << 28 });
+    expect(r.status).toBe(0);
+    expectBlocks(r.stdout);
+  }, 60_000);
+});
