@@ -193,7 +193,10 @@ export class ClientLines implements LineReader {
         const answered = state.clientPending.full
           ? refuse(state, { client: this.#answers }, message.id, single)
           : this.#answers.reused(message.id, single);
-        if (answered !== null) return ++refused > 0;
+        if (answered !== null) {
+          refused++;
+          return true;
+        }
       }
       this.#answers.request(message.id, message.method, sessionIdOf(message.params));
       return false;
