@@ -5,10 +5,10 @@
  * without bound on the main thread. Shared by `run`'s pass-through and the proxy. Where the
  * C library cannot make a pipe (lib/io/libc.ts), the runtime's streams are used.
  */
-import { closeSync } from "node:fs";
 import { bun, type BunSubprocess } from "../io/bun_api.ts";
 import { type ChunkReader, pipeReader, streamReader } from "../io/chunk_reader.ts";
 import { libc } from "../io/libc.ts";
+import { closeQuietly } from "../io/private_file.ts";
 
 /** How the agent is started. */
 export interface BunAgentLaunch {
@@ -30,21 +30,13 @@ export interface BunAgent {
 
 type Pipe = { read: number; write: number };
 
-function closeAll(...fds: number[]): void {
-  for (const fd of fds) {
-    try {
-      closeSync(fd);
-    } catch { /* already closed */ }
-  }
-}
-
 /** Starts the agent; the error `Bun.spawn` threw when it could not. */
 export async function bunSpawnAgent(launch: BunAgentLaunch): Promise<BunAgent | Error> {
   const c = await libc();
   const out = c?.pipe() ?? null;
   const err = out ? c?.pipe() ?? null : null;
   const pipes: { out: Pipe; err: Pipe } | null = out && err ? { out, err } : null;
-  if (out && !pipes) closeAll(out.read, out.write);
+  if (out && !pipes) closeQuietly(out.read, out.write);
   let child: BunSubprocess;
   try {
     child = bun!.spawn(launch.argv, {
@@ -56,12 +48,12 @@ export async function bunSpawnAgent(launch: BunAgentLaunch): Promise<BunAgent | 
       detached: launch.detached,
     });
   } catch (error) {
-    if (pipes) closeAll(pipes.out.read, pipes.out.write, pipes.err.read, pipes.err.write);
+    if (pipes) closeQuietly(pipes.out.read, pipes.out.write, pipes.err.read, pipes.err.write);
     return error as Error;
   }
   // The agent has its copies of the write ends: each pipe ends when the agent, and
   // whatever it started that holds one, closed it.
-  if (pipes) closeAll(pipes.out.write, pipes.err.write);
+  if (pipes) closeQuietly(pipes.out.write, pipes.err.write);
   return {
     child,
     stdout: () => pipes ? pipeReader(pipes.out.read) : streamReader(child.stdout),

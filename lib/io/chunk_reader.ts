@@ -4,8 +4,8 @@
  * stderr are read through the second under Bun (lib/agent/bun_spawn.ts), for the reason in
  * pipeReader's doc.
  */
-import { closeSync } from "node:fs";
 import { bun } from "./bun_api.ts";
+import { closeQuietly } from "./private_file.ts";
 
 /** One stream's chunks, one at a time. */
 export interface ChunkReader {
@@ -52,11 +52,7 @@ export function pipeReader(fd: number): ChunkReader {
   const reader = streamReader(bun!.file(fd).stream());
   let closed = false;
   const close = () => {
-    if (closed) return;
-    closed = true;
-    try {
-      closeSync(fd);
-    } catch { /* already closed */ }
+    if (!closed) closed = true, closeQuietly(fd);
   };
   return {
     read: async () => {

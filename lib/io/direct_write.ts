@@ -51,8 +51,8 @@ export function descriptorKind(fd: number): DescriptorKind {
 }
 
 /**
- * The direct writer for descriptor `fd`, or null when it has none (a terminal, a socket
- * without the C library, a pipe /proc does not reopen). `c` is the C library (for sockets).
+ * The direct writer for descriptor `fd`, or null when it has none (a socket without the C
+ * library, a pipe or terminal /proc does not reopen). `c` is the C library (for sockets).
  */
 export function directWriter(fd: number, kind: DescriptorKind, c: Libc | null): DirectWrite | null {
   switch (kind) {

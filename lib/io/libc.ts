@@ -99,21 +99,19 @@ async function load(): Promise<Libc | null> {
       const pollfd = new Int32Array(2);
       const msghdr = new BigUint64Array(7);
       let iov = new BigUint64Array(2 * 16);
+      /** `poll(fd, events)` now, without waiting: its revents (0 when none, or it failed). */
+      const revents = (fd: number, events: number): number => {
+        pollfd[0] = fd;
+        pollfd[1] = events;
+        return symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0 ? 0 : (pollfd[1] >>> 16) & 0xffff;
+      };
       return {
         reap: (pid) => symbols.waitpid(pid, null, WNOHANG),
-        hungUp: (fd) => {
-          pollfd[0] = fd;
-          pollfd[1] = POLLRDHUP;
-          if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return false;
-          return (((pollfd[1] >>> 16) & 0xffff) & (POLLHUP | POLLRDHUP | POLLERR)) !== 0;
-        },
+        hungUp: (fd) => (revents(fd, POLLRDHUP) & (POLLHUP | POLLRDHUP | POLLERR)) !== 0,
         writeRoom: (fd) => {
-          pollfd[0] = fd;
-          pollfd[1] = POLLOUT;
-          if (symbols.poll(ffi.ptr(pollfd), 1, 0) <= 0) return "full";
-          const revents = (pollfd[1] >>> 16) & 0xffff;
-          if ((revents & (POLLHUP | POLLERR)) !== 0) return "closed";
-          return (revents & POLLOUT) !== 0 ? "room" : "full";
+          const got = revents(fd, POLLOUT);
+          if ((got & (POLLHUP | POLLERR)) !== 0) return "closed";
+          return (got & POLLOUT) !== 0 ? "room" : "full";
         },
         sendNow: (fd, parts) => {
           // struct iovec { void *base; size_t len; }[n] and struct msghdr { name, namelen,

@@ -2,7 +2,8 @@
  * Opening the files turnguard writes for its owner (the journal, `--outcome-file`):
  * created 0600 in directories created 0700, never through a symbolic link planted at the
  * path, never blocking on a FIFO or device, and only ever a regular file. Also the
- * non-blocking open the journal's readers use, so `wait` and `log` cannot hang on a FIFO.
+ * non-blocking open the journal's readers use, so `wait` and `log` cannot hang on a FIFO,
+ * and the close of descriptors that may be closed already.
  */
 import {
   closeSync,
@@ -125,4 +126,13 @@ export function openRegularForRead(path: string): number {
     throw err;
   }
   return regularOnly(fd, path);
+}
+
+/** Closes each descriptor; one already closed (or never valid) is passed over. */
+export function closeQuietly(...fds: number[]): void {
+  for (const fd of fds) {
+    try {
+      closeSync(fd);
+    } catch { /* already closed */ }
+  }
 }

@@ -6,9 +6,8 @@
  * is tried again as the reader takes more (`#out`), and writes queued meanwhile join it (at
  * most WRITE_SLICE bytes), so a retry is paid per batch, not per line. Only a descriptor
  * with no direct writer (where /proc cannot reopen it) is written on the runtime's thread
- * pool. Creating
- * `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so it is not used
- * there. Elsewhere (Deno from source) the Node streams are used. Either way
+ * pool. Creating `process.stdout` under Bun costs about 8 ms and 6 MiB at every start, so
+ * it is not used there. Elsewhere (Deno from source) the Node streams are used. Either way
  * every write is queued in order, and `stdioIdle()` resolves once all of it has been handed
  * to the operating system, so the process can exit without cutting a byte.
  */
@@ -42,8 +41,8 @@ const WRITTEN: Promise<void> = Promise.resolve();
 /**
  * Most bytes queued for stderr while its reader does not take them (written without
  * waiting, they no longer hold turnguard back): past it, what comes is dropped and counted,
- * and one line says how much once the queue drained. stdout is the client's wire or the agent's
- * output and waits for its reader instead.
+ * and one line says how much once the queue drained. stdout is the client's wire or the
+ * agent's output and waits for its reader instead.
  */
 export const STDERR_QUEUE_BYTES = 8 * 1024 * 1024;
 

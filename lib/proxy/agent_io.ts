@@ -215,10 +215,9 @@ async function startNodeAgent(
 // ---------------------------------------------------------------- the Bun-native path
 
 /**
- * A stream (a ChunkReader, lib/io/chunk_reader.ts, or a ReadableStream) read in a loop,
- * paused by holding the next read back; each chunk is
- * handed on in pieces of bounded cost, cut after a line's end, so that the event loop turns
- * while a side floods (lib/io/loop_turn.ts).
+ * A stream (lib/io/chunk_reader.ts) read in a loop, paused by holding the next read back;
+ * each chunk is handed on in pieces of bounded cost, cut after a line's end, so that the
+ * event loop turns while a side floods (lib/io/loop_turn.ts).
  */
 export class StreamSource implements ByteSource, DrainSource {
   #reader: ChunkReader | null = null;
@@ -230,12 +229,9 @@ export class StreamSource implements ByteSource, DrainSource {
   /** Resolves once the stream ended (or was stopped). */
   done: Promise<void> = Promise.resolve();
 
-  /**
-   * `open`: the stream (a ReadableStream, or a ChunkReader of its own); `fd`: the descriptor
-   * it reads, when its hang-up can be watched.
-   */
+  /** `open`: the stream; `fd`: the descriptor it reads, when its hang-up can be watched. */
   constructor(
-    readonly open: () => ReadableStream<Uint8Array> | ChunkReader,
+    readonly open: () => ChunkReader,
     readonly fd: number | null = null,
   ) {}
 
@@ -271,8 +267,7 @@ export class StreamSource implements ByteSource, DrainSource {
   }
 
   start(onData: (chunk: Uint8Array) => void, onEnd: () => void = () => {}): void {
-    const opened = this.open();
-    const reader = this.#reader = opened instanceof ReadableStream ? streamReader(opened) : opened;
+    const reader = this.#reader = this.open();
     const turn = new LoopTurn();
     this.done = (async () => {
       try {
@@ -327,7 +322,7 @@ export class StreamSource implements ByteSource, DrainSource {
 
 /** turnguard's stdin, Bun-native (descriptor 0: its hang-up can be watched). */
 export function bunStdin(): ByteSource {
-  return new StreamSource(() => bun!.stdin.stream(), 0);
+  return new StreamSource(() => streamReader(bun!.stdin.stream()), 0);
 }
 
 /** While the client's input is paused, how often its hang-up is looked for. */

@@ -104,15 +104,13 @@ export class LineOutput {
    */
   writeParts(parts: readonly Uint8Array[]): void {
     const sink = this.#sink;
+    let total = 0;
+    for (const part of parts) total += part.length;
     if (sink.writev === undefined || this.#waiting.length > 0 || this.#queue.length > 0) {
-      let total = 0;
-      for (const part of parts) total += part.length;
       if (sink.writev === undefined && total <= JOIN_MAX_BYTES) this.write(joinBytes(parts, total));
       else for (const part of parts) this.write(part);
       return;
     }
-    let total = 0;
-    for (const part of parts) total += part.length;
     if (total === 0 || this.#broken) return;
     const last = parts[parts.length - 1];
     this.#atBoundary = last[last.length - 1] === LF;

@@ -28,7 +28,7 @@
  * The recording holds the full wire, prompts and replies included: it is created 0600
  * (lib/io/private_file.ts), and a user shares it knowing that.
  */
-import { closeSync, ftruncateSync, writeSync } from "node:fs";
+import { ftruncateSync, writeSync } from "node:fs";
 import { relative } from "node:path";
 import { SessionCwds } from "../acp/session_cwds.ts";
 import { isObject, type JsonRpcId } from "../acp/jsonrpc.ts";
@@ -38,7 +38,7 @@ import { type BoundedRead, DEFAULT_READ_LIMITS, ReadBudget } from "../io/bounded
 import { homeDir } from "../io/env_dirs.ts";
 import { expandPatterns } from "../io/glob.ts";
 import { type LogFs, nodeLogFs } from "../io/logfs.ts";
-import { openPrivateAppend } from "../io/private_file.ts";
+import { closeQuietly, openPrivateAppend } from "../io/private_file.ts";
 import { STDIN_CLOSED, type TranscriptEvent, type TranscriptHeader } from "./transcript.ts";
 
 /** What the recorder is told of the wire: each side's bytes as the proxy read them. */
@@ -229,9 +229,7 @@ export class Recorder implements WireTap {
     }
     await this.#tail;
     this.#closed = true;
-    try {
-      closeSync(this.#fd);
-    } catch { /* already gone */ }
+    closeQuietly(this.#fd);
   }
 
   #clientLine(line: string, cut: boolean): void {

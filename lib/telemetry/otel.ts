@@ -166,13 +166,7 @@ export class OtelExport {
    */
   attemptEnded(outcome: Outcome, end: AttemptEnd): void {
     const key = `${end.session}\n${end.turn}`;
-    const ctx: TurnContext = {
-      conversationId: outcome.session ?? end.session,
-      attempt: end.attempt,
-      name: this.#name,
-      provider: this.#settings.providers[outcome.agent] ?? UNKNOWN_PROVIDER,
-      includeReply: this.#settings.includeReply,
-    };
+    const ctx = this.#context(outcome, end.session, end.attempt);
     let open = this.#open.get(key);
     if (!open) {
       open = this.#startTurn(outcome, ctx);
@@ -224,6 +218,17 @@ export class OtelExport {
     }
   }
 
+  /** What an attempt's or turn's records say besides its Outcome. */
+  #context(outcome: Outcome, session: string, attempt: number): TurnContext {
+    return {
+      conversationId: outcome.session ?? session,
+      attempt,
+      name: this.#name,
+      provider: this.#settings.providers[outcome.agent] ?? UNKNOWN_PROVIDER,
+      includeReply: this.#settings.includeReply,
+    };
+  }
+
   /** The retry that would have followed the turn's last attempt will not run: it ends. */
   retryStopped(session: string, turn: number): void {
     const key = `${session}\n${turn}`;
@@ -271,13 +276,7 @@ export class OtelExport {
   turnRevised(outcome: Outcome): void {
     const key = `${outcome.session}\n${outcome.turn}`;
     const ended = this.#ended.get(key);
-    const ctx: TurnContext = {
-      conversationId: outcome.session ?? "",
-      attempt: 0,
-      name: this.#name,
-      provider: this.#settings.providers[outcome.agent] ?? UNKNOWN_PROVIDER,
-      includeReply: this.#settings.includeReply,
-    };
+    const ctx = this.#context(outcome, "", 0);
     const rec = turnRecord(outcome, ctx, {
       startMs: ended?.startMs ?? Date.parse(outcome.startedAt),
       attempts: ended?.attempts ?? 1,

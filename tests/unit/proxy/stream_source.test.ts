@@ -6,17 +6,20 @@
  * a SIGTERM handler waited seconds that way.
  */
 import { expect, test } from "bun:test";
+import { streamReader } from "../../../lib/io/chunk_reader.ts";
 import { StreamSource } from "../../../lib/proxy/agent_io.ts";
 
 test("a chunk of short lines goes in pieces, every byte in order; a timer runs in between", async () => {
   const chunk = new TextEncoder().encode("y\n".repeat(4 * 1024 * 1024));
   const stream = () =>
-    new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(chunk);
-        controller.close();
-      },
-    });
+    streamReader(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(chunk);
+          controller.close();
+        },
+      }),
+    );
   const source = new StreamSource(stream);
   const got: Uint8Array[] = [];
   let handed = 0;
